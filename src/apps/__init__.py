@@ -1,0 +1,1 @@
+"""apps layer of simhpc."""

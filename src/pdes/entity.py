@@ -1,0 +1,175 @@
+"""Entities: the logical processes of a simulation, addressed by (type name, index).
+
+A subclass defines *services* (plain methods taking one ``data`` argument) and may spawn
+*processes*. The kernel creates entities itself (see :meth:`Simulator.add_entities`): it binds
+``sim``, ``type_name``, ``index``, ``eid`` and ``group`` before the subclass ``__init__`` runs,
+so ``__init__`` takes only the model's own arguments and may already send, spawn and draw
+random numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from heapq import heappush
+from typing import TYPE_CHECKING, Any, Callable, Hashable
+
+from greenlet import getcurrent
+
+from .errors import ProcessError, SendError, UnknownServiceError
+from .process import Process
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from .simulator import Simulator
+
+# Keys pack (entity id, that entity's event counter) into one int: entity id in the high bits.
+KEY_SHIFT = 40
+
+
+def stream_seed(seed: int, eid: int) -> int:
+    """The seed of entity ``eid``'s RNG streams, derived from the run seed alone."""
+    digest = hashlib.blake2b(f"simhpc:{seed}:{eid}".encode(), digest_size=16).digest()
+    return int.from_bytes(digest, "little")
+
+
+class Entity:
+    """Base class of simulation entities.
+
+    Attributes bound by the kernel: ``sim`` (the owning :class:`Simulator`), ``type_name``,
+    ``index``, ``eid`` (global integer id) and ``group`` (the locality group: entities of one
+    group always share an MPI rank, so they may send to each other with any delay >= 0).
+    """
+
+    sim: "Simulator"
+    type_name: str
+    index: int
+    eid: int
+    group: Hashable | None
+
+    def __init__(self) -> None:
+        """Subclasses take their own arguments; the kernel has bound the base attributes."""
+
+    def _bind(self, sim: "Simulator", type_name: str, index: int, eid: int, group: Hashable | None) -> None:
+        import itertools
+
+        self.sim = sim
+        self.type_name = type_name
+        self.index = index
+        self.eid = eid
+        self.group = group
+        self._keys = itertools.count(eid << KEY_SHIFT)
+        self._rng: random.Random | None = None
+        self._np_rng = None
+
+    # -- identity, time, randomness --------------------------------------------------------
+    @property
+    def now(self) -> float:
+        """The current simulated time in seconds."""
+        return self.sim.now
+
+    @property
+    def rng(self) -> random.Random:
+        """This entity's own random stream, seeded from (run seed, entity id)."""
+        r = self._rng
+        if r is None:
+            r = self._rng = random.Random(stream_seed(self.sim.seed, self.eid))
+        return r
+
+    @property
+    def np_rng(self) -> "np.random.Generator":
+        """A numpy generator of this entity, independent of :attr:`rng`, for vectorised draws."""
+        g = self._np_rng
+        if g is None:
+            import numpy as np
+
+            g = self._np_rng = np.random.Generator(
+                np.random.PCG64(np.random.SeedSequence([stream_seed(self.sim.seed, self.eid), 1]))
+            )
+        return g
+
+    def __repr__(self) -> str:
+        return f"{self.type_name}[{self.index}]"
+
+    # -- events ----------------------------------------------------------------------------
+    def send(self, dest: int | tuple[str, int], service: str, data: Any = None, delay: float = 0.0) -> None:
+        """Invoke ``service`` of entity ``dest`` with ``data`` after ``delay`` seconds.
+
+        ``dest`` is a global entity id (fast) or a ``(type name, index)`` pair. A send to
+        another entity needs ``delay >= sim.lookahead`` unless both share a locality group;
+        a send to self may use any delay >= 0.
+        """
+        sim = self.sim
+        if delay < sim.lookahead:
+            self._check_short_delay(dest, service, delay)
+        try:
+            ent = sim._local[dest]
+        except KeyError:
+            sim._send_remote(self, dest, service, data, sim.now + delay)
+            return
+        try:
+            fn = getattr(ent, service)
+        except AttributeError:
+            raise UnknownServiceError(
+                f"{self!r} sent to {ent!r} service {service!r}, which {type(ent).__name__} does not define"
+            ) from None
+        heappush(sim._heap, (sim.now + delay, next(self._keys), fn, data))
+
+    def req_service(self, delay: float, service: str, data: Any, type_name: str, index: int = 0) -> None:
+        """Simian's ``reqService(minDelay, eventName, data, entityName, entityID)``."""
+        self.send((type_name, index), service, data, delay)
+
+    def after(self, delay: float, fn: Callable[[Any], Any], data: Any = None) -> None:
+        """Call ``fn(data)`` (a callable of this entity's own) after ``delay`` seconds.
+
+        A local timer: cheaper than a self-send by name, never crosses ranks.
+        """
+        if not delay >= 0.0:
+            raise SendError(f"{self!r}.after() with delay {delay!r}: the delay must be >= 0")
+        sim = self.sim
+        heappush(sim._heap, (sim.now + delay, next(self._keys), fn, data))
+
+    def _check_short_delay(self, dest: Any, service: str, delay: float) -> None:
+        if not delay >= 0.0:
+            raise SendError(f"{self!r} sent {service!r} to {dest!r} with negative delay {delay!r}")
+        sim = self.sim
+        ent = sim._local.get(dest)
+        if ent is self:
+            return
+        if ent is not None and self.group is not None and ent.group == self.group:
+            return
+        raise SendError(
+            f"{self!r} sent {service!r} to {dest!r} with delay {delay!r} below the lookahead "
+            f"{sim.lookahead!r}: a send to another entity must carry delay >= lookahead "
+            "(unless both entities share a locality group)"
+        )
+
+    # -- processes -------------------------------------------------------------------------
+    def spawn(self, fn: Callable[..., Any], *args: Any, name: str | None = None, delay: float = 0.0, **kwargs: Any) -> Process:
+        """Start ``fn(*args, **kwargs)`` as a process of this entity after ``delay`` seconds."""
+        if not delay >= 0.0:
+            raise ProcessError(f"{self!r}.spawn() with delay {delay!r}: the delay must be >= 0")
+        sim = self.sim
+        p = Process(self, fn, args, kwargs, name or getattr(fn, "__name__", "process"))
+        sim._live[p] = None
+        heappush(sim._heap, (sim.now + delay, next(self._keys), p.switch, None))
+        return p
+
+    def _current_process(self, what: str) -> Process:
+        cur = getcurrent()
+        if not isinstance(cur, Process) or cur.entity is not self:
+            raise ProcessError(f"{what}() on {self!r} was called outside a process of {self!r}")
+        return cur
+
+    def sleep(self, dt: float) -> None:
+        """Block the calling process (which must belong to this entity) for ``dt`` seconds."""
+        self._current_process("sleep").sleep(dt)
+
+    def hibernate(self) -> Any:
+        """Block the calling process of this entity until it is woken; returns the wake value."""
+        return self._current_process("hibernate").hibernate()
+
+    def wake(self, process: Process, value: Any = None) -> None:
+        """Wake a hibernating process (Simian's ``wakeProcess``)."""
+        process.wake(value)

@@ -1,0 +1,473 @@
+"""The simulator object: clock, event queue, entity registry and RNG seed, with no globals.
+
+Events are heap entries ``(time, key, callable, data)``. The key packs the id of the entity
+that created the event with that entity's own counter, so the order of events never depends
+on insertion order or on how entities are spread over MPI ranks. Runs are therefore
+bit-identical sequentially and under ``mpirun -n P`` for any P.
+"""
+
+from __future__ import annotations
+
+import math
+import time as _time
+import traceback
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from heapq import heappop, heappush
+from typing import Any, Callable, Hashable, Iterator, TypeVar
+
+import numpy as np
+from greenlet import getcurrent
+
+from .entity import Entity
+from .errors import ConfigError, RemoteRankError, SimulationError, UnknownEntityError, UnknownServiceError
+from .placement import PlacementSpec, place
+from .process import Process
+
+E = TypeVar("E", bound=Entity)
+
+
+class _Stop(Exception):
+    """Raised by the end-of-run sentinel event; never escapes the kernel."""
+
+
+@dataclass(frozen=True)
+class EntityType:
+    """One registered entity type: its class, global id range and rank of each index."""
+
+    name: str
+    cls: type
+    offset: int
+    count: int
+    ranks: np.ndarray | None  # None in a sequential run (everything local)
+
+
+@dataclass
+class BlockedProcess:
+    """A process that had not finished when the run ended."""
+
+    entity: str
+    process: str
+    state: str  # "hibernating" (no pending event) or "scheduled" (resumes at or after end)
+    waiting_for: str
+    rank: int
+
+
+@dataclass
+class RunStats:
+    """What a run did; identical on every rank after the run (gathered and shared)."""
+
+    events: int = 0
+    end_time: float = 0.0
+    wall_s: float = 0.0
+    ranks: int = 1
+    windows: int = 0
+    remote_events: int = 0
+    events_per_rank: list[int] = field(default_factory=list)
+    exec_s_per_rank: list[float] = field(default_factory=list)
+    sync_s_per_rank: list[float] = field(default_factory=list)
+    remote_bytes: int = 0
+    blocked: list[BlockedProcess] = field(default_factory=list)
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def events_per_window(self) -> float:
+        return self.events / self.windows if self.windows else float(self.events)
+
+    @property
+    def remote_fraction(self) -> float:
+        return self.remote_events / self.events if self.events else 0.0
+
+
+class Simulator:
+    """Owns one simulation: clock, event heap, entities, RNG seed and (optionally) MPI.
+
+    Args:
+        end_time: events at or after this time are not executed (the run stops there).
+        lookahead: the minimum delay of a send between entities of different locality
+            groups; it is also the width of the conservative windows of a parallel run.
+        seed: the run seed; every entity derives its own streams from (seed, entity id).
+        comm: ``"auto"`` (MPI world when launched under mpirun with >1 rank, else none;
+            mpi4py is not imported for a sequential run), ``None`` (sequential), or an
+            mpi4py communicator.
+        parallel: force the windowed parallel loop even on one rank (``True``), or the
+            plain sequential loop (``False``, only valid on one rank). ``None`` picks the
+            windowed loop exactly when there is more than one rank.
+    """
+
+    def __init__(
+        self,
+        *,
+        end_time: float = math.inf,
+        lookahead: float = 0.0,
+        seed: int = 0,
+        comm: Any = "auto",
+        parallel: bool | None = None,
+    ):
+        if not (isinstance(end_time, (int, float)) and end_time > 0):
+            raise ConfigError(f"end_time must be a number > 0 (seconds), got {end_time!r}")
+        if not (isinstance(lookahead, (int, float)) and 0 <= lookahead < math.inf):
+            raise ConfigError(f"lookahead must be a finite number >= 0 (seconds), got {lookahead!r}")
+        if not isinstance(seed, (int, np.integer)):
+            raise ConfigError(f"seed must be an int, got {seed!r}")
+        if comm == "auto":
+            from .parallel import world_comm
+
+            comm = world_comm()
+        self.comm = comm
+        self.rank: int = comm.rank if comm is not None else 0
+        self.size: int = comm.size if comm is not None else 1
+        if parallel is None:
+            parallel = self.size > 1
+        if not parallel and self.size > 1:
+            raise ConfigError("parallel=False needs a single rank; this run has several")
+        if parallel and lookahead <= 0:
+            raise ConfigError("a parallel run needs lookahead > 0 (the width of a synchronization window)")
+        self.parallel = bool(parallel)
+        self.end_time = float(end_time)
+        self.lookahead = float(lookahead)
+        self.seed = int(seed)
+        self.now: float = 0.0
+        self._heap: list = []
+        self._local: dict[Any, Entity] = {}
+        self._types: dict[str, EntityType] = {}
+        self._offsets: list[int] = []
+        self._type_order: list[EntityType] = []
+        self._next_eid = 0
+        self._live: dict[Process, None] = {}
+        self._hub = None
+        self._failed_process: Process | None = None
+        self._outboxes: list[list] = [[] for _ in range(self.size)]
+        self._min_sent = math.inf
+        self._ran = False
+        self.stats = RunStats()
+
+    # -- entities ---------------------------------------------------------------------------
+    def add_entities(
+        self,
+        cls: type[E],
+        count: int = 1,
+        *args: Any,
+        name: str | None = None,
+        placement: PlacementSpec = "block",
+        group: Callable[[int], Hashable] | None = None,
+        **kwargs: Any,
+    ) -> list[E]:
+        """Add ``count`` entities of class ``cls`` named ``name`` (default: the class name).
+
+        Every rank must add the same types in the same order (ids are assigned from it); each
+        rank constructs only the entities placed on it, calling ``cls(*args, **kwargs)``
+        after binding ``sim``, ``type_name``, ``index``, ``eid`` and ``group``.
+        ``group(index)`` gives the locality group; entities of one group must be placed on
+        one rank. Returns the entities constructed on this rank.
+        """
+        if self._ran:
+            raise ConfigError("entities must be added before run()")
+        if not (isinstance(cls, type) and issubclass(cls, Entity)):
+            raise ConfigError(f"add_entities needs a subclass of pdes.Entity, got {cls!r}")
+        if not isinstance(count, (int, np.integer)) or count < 1:
+            raise ConfigError(f"count of {cls.__name__} must be an int >= 1, got {count!r}")
+        name = name or cls.__name__
+        if name in self._types:
+            raise ConfigError(f"entity type {name!r} was already added")
+        count = int(count)
+        ranks = place(placement, name, count, self.size) if self.size > 1 else None
+        offset = self._next_eid
+        etype = EntityType(name, cls, offset, count, ranks)
+        groups = [group(i) for i in range(count)] if group is not None else None
+        if ranks is not None and groups is not None:
+            self._check_groups(name, groups, ranks)
+        self._types[name] = etype
+        self._type_order.append(etype)
+        self._offsets.append(offset)
+        self._next_eid += count
+        made: list[E] = []
+        local = self._local
+        my = self.rank
+        for i in range(count):
+            if ranks is not None and ranks[i] != my:
+                continue
+            ent = cls.__new__(cls)
+            Entity._bind(ent, self, name, i, offset + i, groups[i] if groups is not None else None)
+            local[offset + i] = ent
+            local[(name, i)] = ent
+            made.append(ent)
+        for ent in made:
+            ent.__init__(*args, **kwargs)
+        return made
+
+    def add_entity(self, cls: type[E], *args: Any, name: str | None = None, rank: int = 0, **kwargs: Any) -> E | None:
+        """Add a single entity on ``rank``; returns it there and None on the other ranks."""
+        made = self.add_entities(cls, 1, *args, name=name, placement=rank, **kwargs)
+        return made[0] if made else None
+
+    def _check_groups(self, name: str, groups: list, ranks: np.ndarray) -> None:
+        seen = getattr(self, "_group_rank", None)
+        if seen is None:
+            seen = self._group_rank = {}
+        for i, g in enumerate(groups):
+            if g is None:
+                continue
+            r = int(ranks[i])
+            prev = seen.setdefault(g, r)
+            if prev != r:
+                raise ConfigError(
+                    f"{name}[{i}] is in locality group {g!r} but placed on rank {r}, while that "
+                    f"group already lives on rank {prev}: a group must be placed on one rank"
+                )
+
+    def entity_type(self, name: str) -> EntityType:
+        try:
+            return self._types[name]
+        except KeyError:
+            raise UnknownEntityError(f"no entity type {name!r}; known: {', '.join(self._types) or 'none'}") from None
+
+    def eid(self, name: str, index: int = 0) -> int:
+        """The global id of entity ``(name, index)``."""
+        t = self.entity_type(name)
+        if not 0 <= index < t.count:
+            raise UnknownEntityError(f"{name}[{index}] does not exist: valid indices are 0..{t.count - 1}")
+        return t.offset + index
+
+    def entity(self, name: str, index: int = 0) -> Entity:
+        """The local entity ``(name, index)``; raises if it does not exist or lives on another rank."""
+        ent = self._local.get((name, index))
+        if ent is None:
+            eid = self.eid(name, index)
+            raise UnknownEntityError(f"{name}[{index}] (id {eid}) lives on rank {self.rank_of(eid)}, not on rank {self.rank}")
+        return ent
+
+    def entities(self, name: str | None = None) -> Iterator[Entity]:
+        """The entities on this rank (of one type, or all), in id order."""
+        if name is not None:
+            t = self.entity_type(name)
+            rng = range(t.offset, t.offset + t.count)
+        else:
+            rng = range(self._next_eid)
+        local = self._local
+        for eid in rng:
+            ent = local.get(eid)
+            if ent is not None:
+                yield ent
+
+    def is_local(self, eid: int) -> bool:
+        return eid in self._local
+
+    def _type_of(self, eid: int) -> EntityType:
+        if not isinstance(eid, (int, np.integer)) or not 0 <= eid < self._next_eid:
+            raise UnknownEntityError(f"no entity with id {eid!r} (ids are 0..{self._next_eid - 1})")
+        return self._type_order[bisect_right(self._offsets, eid) - 1]
+
+    def rank_of(self, eid: int) -> int:
+        """The rank that owns entity ``eid``."""
+        t = self._type_of(eid)
+        return 0 if t.ranks is None else int(t.ranks[eid - t.offset])
+
+    def _send_remote(self, src: Entity, dest: Any, service: str, data: Any, t: float) -> None:
+        if isinstance(dest, tuple):
+            if len(dest) != 2:
+                raise UnknownEntityError(f"{src!r} sent {service!r} to {dest!r}: an address is (type name, index)")
+            eid = self.eid(*dest)
+        else:
+            eid = dest
+        etype = self._type_of(eid)
+        if not callable(getattr(etype.cls, service, None)):
+            raise UnknownServiceError(
+                f"{src!r} sent to {etype.name}[{eid - etype.offset}] service {service!r}, which "
+                f"{etype.cls.__name__} does not define"
+            )
+        if etype.ranks is None or not self.parallel:
+            # Every entity of a sequential run is local, so a miss here means a bad address.
+            raise UnknownEntityError(f"{src!r} sent {service!r} to {dest!r}, which is not a known local entity")
+        r = int(etype.ranks[eid - etype.offset])
+        if r == self.rank:  # pragma: no cover - local entities are always registered
+            raise UnknownEntityError(f"{dest!r} should be local to rank {self.rank} but is missing")
+        self._outboxes[r].append((t, next(src._keys), eid, service, data))
+        if t < self._min_sent:
+            self._min_sent = t
+
+    # -- running ----------------------------------------------------------------------------
+    def run(self) -> RunStats:
+        """Execute events in (time, key) order until ``end_time`` or until none are left.
+
+        Returns the run statistics (also kept in :attr:`stats`). An exception in a service
+        or process stops the run and is raised as :class:`SimulationError` naming the
+        entity, the simulated time (and rank), with the original exception chained.
+        """
+        if self._ran:
+            raise ConfigError("run() may be called once per Simulator")
+        self._ran = True
+        hub = self._hub = getcurrent()
+        for p in self._live:
+            p.parent = hub
+        t0 = _time.perf_counter()
+        if self.parallel:
+            events = self._run_windows()
+        else:
+            events = self._run_sequential()
+        wall = _time.perf_counter() - t0
+        self._finish_stats(events, wall)
+        return self.stats
+
+    def _run_sequential(self) -> int:
+        heap = self._heap
+        pop = heappop
+        heappush(heap, (self.end_time, -1, self._stop, None))
+        n = 0
+        last = self.now
+        try:
+            while True:
+                t, _, fn, data = pop(heap)
+                self.now = t
+                fn(data)
+                n += 1
+                last = t
+        except _Stop:
+            # The sentinel sits at end_time; with no end time it only marks an empty heap,
+            # and the clock stays at the last event executed.
+            self.now = t if t < math.inf else last
+            return n
+        except Exception as exc:
+            raise self._wrap(exc, fn) from exc
+        finally:
+            self._events_done = n
+
+    @staticmethod
+    def _stop(_data: Any) -> None:
+        raise _Stop
+
+    def _wrap(self, exc: BaseException, fn: Any) -> SimulationError:
+        proc, self._failed_process = self._failed_process, None
+        owner = getattr(fn, "__self__", None)
+        if proc is not None:
+            where = f"process {proc.name!r} of {proc.entity!r}"
+        elif isinstance(owner, Process):
+            where = f"process {owner.name!r} of {owner.entity!r}"
+        elif isinstance(owner, Entity):
+            where = f"service {getattr(fn, '__name__', fn)!r} of {owner!r}"
+        else:
+            where = f"event {fn!r}"
+        rank = f" on rank {self.rank}" if self.size > 1 else ""
+        msg = f"{type(exc).__name__}: {exc} (in {where} at t={self.now!r}{rank})"
+        return SimulationError(msg, entity=where, time=self.now, rank=self.rank)
+
+    def _run_windows(self) -> int:
+        comm = self.comm
+        exchange = None
+        if comm is not None:
+            from .parallel import WindowExchange
+
+            exchange = WindowExchange(comm)
+        heap = self._heap
+        pop = heappop
+        heappush(heap, (math.inf, -1, None, None))  # guard: the heap is never empty
+        la = self.lookahead
+        end = self.end_time
+        outboxes = self._outboxes
+        n = 0
+        windows = 0
+        sync_s = 0.0
+        error: SimulationError | None = None
+        fn = None
+        while True:
+            t0 = _time.perf_counter()
+            local_min = min(heap[0][0], self._min_sent)
+            self._min_sent = math.inf
+            if exchange is not None:
+                tmin, failed, received = exchange.exchange(outboxes, local_min, error is not None)
+                if failed:
+                    self._raise_failure(error, exchange)
+                local = self._local
+                for t, key, dest, service, data in received:
+                    heappush(heap, (t, key, getattr(local[dest], service), data))
+            else:
+                tmin = local_min
+            sync_s += _time.perf_counter() - t0
+            if tmin >= end:
+                break
+            windows += 1
+            wend = tmin + la
+            if wend > end:
+                wend = end
+            try:
+                while heap[0][0] < wend:
+                    t, _, fn, data = pop(heap)
+                    self.now = t
+                    fn(data)
+                    n += 1
+            except Exception as exc:
+                error = self._wrap(exc, fn)
+                error.__cause__ = exc
+                if exchange is None:
+                    raise error from exc
+        self._events_done = n
+        self.stats.windows = windows
+        self._sync_s = sync_s
+        self._exchange = exchange
+        return n
+
+    def _raise_failure(self, error: SimulationError | None, exchange: Any) -> None:
+        """Every rank learns of every failure; the failing rank raises its own error."""
+        mine = None
+        if error is not None:
+            cause = error.__cause__
+            tb = "".join(traceback.format_exception(cause)) if cause is not None else ""
+            mine = f"{error}\n{tb}"
+        reports = exchange.comm.allgather(mine)
+        if error is not None:
+            raise error
+        failed = [(r, m) for r, m in enumerate(reports) if m is not None]
+        text = "\n".join(f"[rank {r}] {m}" for r, m in failed)
+        first = failed[0][0] if failed else -1
+        raise RemoteRankError(
+            f"rank {first} failed; rank {self.rank} stopped with it:\n{text}", rank=first, time=self.now
+        )
+
+    def _finish_stats(self, events: int, wall: float) -> None:
+        st = self.stats
+        # Events still queued may be sleep wake-ups of live processes: those are "scheduled".
+        scheduled = {fn.__self__ for _, _, fn, _ in self._heap if isinstance(getattr(fn, "__self__", None), Process)}
+        blocked = [
+            BlockedProcess(
+                entity=repr(p.entity),
+                process=p.name,
+                state="scheduled" if p in scheduled else "hibernating",
+                waiting_for=p.waiting_for,
+                rank=self.rank,
+            )
+            for p in self._live
+            if not p.done
+        ]
+        exchange = getattr(self, "_exchange", None)
+        sync_s = getattr(self, "_sync_s", 0.0)
+        mine = (events, wall - sync_s, sync_s, blocked,
+                exchange.sent_events if exchange else 0, exchange.bytes_sent if exchange else 0)
+        if self.comm is not None and self.size > 1:
+            allv = self.comm.allgather(mine)
+        else:
+            allv = [mine]
+        st.ranks = self.size
+        st.events_per_rank = [a[0] for a in allv]
+        st.events = sum(st.events_per_rank)
+        st.exec_s_per_rank = [a[1] for a in allv]
+        st.sync_s_per_rank = [a[2] for a in allv]
+        st.blocked = [b for a in allv for b in a[3]]
+        st.remote_events = sum(a[4] for a in allv)
+        st.remote_bytes = sum(a[5] for a in allv)
+        st.end_time = min(self.now, self.end_time)
+        if self.comm is not None and self.size > 1:
+            wall = self.comm.allreduce(wall, op=_mpi_max())
+        st.wall_s = wall
+
+    def blocked_processes(self) -> list[BlockedProcess]:
+        """Processes of this run that had not finished when it ended (all ranks)."""
+        return list(self.stats.blocked)
+
+
+def _mpi_max():
+    from mpi4py import MPI
+
+    return MPI.MAX
