@@ -83,7 +83,10 @@ def _renewal_count(t_end: float, shift: float, mean: float) -> float:
         for i in range(1, k):
             term *= lam / i
             cdf_upper += term
-        total += 1.0 - cdf_upper
+        prob = 1.0 - cdf_upper
+        total += prob
+        if prob < 1e-15 and k > lam:  # the tail of the series is negligible
+            break
         k += 1
     return total
 
@@ -184,6 +187,25 @@ def run(params: PholdParams, *, style: str = "service", seed: int = 0, comm="aut
     return sim, sim.run()
 
 
+def lp_digests(sim: Simulator) -> list[tuple[int, int, int]] | None:
+    """(id, events, digest) of every LP, gathered to rank 0 (None on the other ranks)."""
+    mine = [(lp.eid, lp.count, lp.digest) for lp in sim.entities("lp")]
+    if sim.comm is not None and sim.size > 1:
+        parts = sim.comm.gather(mine, root=0)
+        if sim.rank != 0:
+            return None
+        mine = [x for part in parts for x in part]
+    return sorted(mine)
+
+
+def run_digest(sim: Simulator) -> str | None:
+    """One hex digest of every LP's processed events (rank 0; None elsewhere)."""
+    import hashlib
+
+    d = lp_digests(sim)
+    return None if d is None else hashlib.sha256(repr(d).encode()).hexdigest()
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="PHOLD on the pdes kernel")
     ap.add_argument("--lps", type=int, default=1000)
@@ -196,6 +218,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--style", choices=sorted(STYLES), default="service")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--parallel", action="store_true", help="use the windowed loop even on one rank")
+    ap.add_argument("--digest", action="store_true", help="record and print a digest of every LP's events")
     a = ap.parse_args(argv)
     from ..parallel import world_comm
 
@@ -207,14 +230,15 @@ def main(argv: list[str] | None = None) -> None:
     size = comm.size if comm is not None else 1
     params = PholdParams(
         n_lps=a.lps, events_per_lp=a.events, end_time=a.end, lookahead=a.lookahead, mean_delay=a.mean,
-        remote=a.remote, regions=a.regions or size,
+        remote=a.remote, regions=a.regions or size, digest=a.digest,
     )
     sim, st = run(params, style=a.style, seed=a.seed, comm=comm, parallel=a.parallel or None)
+    digest = run_digest(sim) if a.digest else None
     if sim.rank == 0:
         print(json.dumps({
             "events": st.events, "wall_s": st.wall_s, "events_per_s": st.events_per_s, "ranks": st.ranks,
             "windows": st.windows, "remote_fraction": st.remote_fraction,
-            "expected_events": params.expected_events(),
+            "expected_events": params.expected_events(), "digest": digest,
         }))
 
 
