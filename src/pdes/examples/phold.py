@@ -26,7 +26,6 @@ import math
 from dataclasses import dataclass
 
 from ..entity import Entity
-from ..process import Mailbox
 from ..simulator import RunStats, Simulator
 
 
@@ -102,9 +101,14 @@ class _PholdBase(Entity):
         r = min(self.index // self._region_size, params.regions - 1)
         self._lo = r * self._region_size
         self._hi = n if r == params.regions - 1 else self._lo + self._region_size
-        rng = self.rng
+        # Hot-path copies: the handler reads only locals and plain attributes.
+        self._r = self.rng
+        self._base = self.sim.entity_type("lp").offset
+        self._n = n
+        self._la = params.lookahead
+        self._plain = params.regions == 1 and not params.digest and not params.max_hops and params.mean_delay > 0
         for _ in range(params.events_per_lp):
-            self.send(self.eid, "event", params.max_hops, self._draw_exp(rng))
+            self.send(self.eid, "event", params.max_hops, self._draw_exp(self._r))
 
     def _draw_exp(self, rng) -> float:
         return rng.expovariate(self._rate) if self._rate != math.inf else 0.0
@@ -118,53 +122,57 @@ class _PholdBase(Entity):
             return k if k < lo else k + (hi - lo)
         return lo + rng.randrange(hi - lo)
 
-
-class PholdLP(_PholdBase):
-    """Service style: ``event`` handles one event and sends the next."""
-
-    def event(self, hops: int) -> None:
+    def _next(self, hops: int) -> tuple[int, int, float] | None:
+        """Count one event; return (destination id, hops, delay) of the next, or None."""
         self.count += 1
         p = self.p
         if p.digest:
             self.digest = hash((self.digest, self.sim.now, hops))
         if p.max_hops:
             if hops <= 1:
-                return
+                return None
             hops -= 1
-        rng = self.rng
-        dest = self._dest(rng)
-        self.send(self.sim._types["lp"].offset + dest, "event", hops, p.lookahead + self._draw_exp(rng))
+        rng = self._r
+        return self._base + self._dest(rng), hops, self._la + self._draw_exp(rng)
+
+
+class PholdLP(_PholdBase):
+    """Service style: ``event`` handles one event and sends the next."""
+
+    def event(self, hops: int) -> None:
+        if self._plain:
+            self.count += 1
+            r = self._r
+            self.send(self._base + r.randrange(self._n), "event", hops, self._la + r.expovariate(self._rate))
+            return
+        nxt = self._next(hops)
+        if nxt is not None:
+            self.send(nxt[0], "event", nxt[1], nxt[2])
 
 
 class PholdProcessLP(_PholdBase):
-    """Process style: one process per LP loops on a blocking mailbox receive."""
+    """Process style: one process per LP loops on a blocking receive of its inbox."""
+
+    inboxes = ("event",)
 
     def __init__(self, params: PholdParams):
-        self.mailbox = Mailbox(self)
+        self.spawn(self.loop, name="phold", inbox="event")
         super().__init__(params)
-        self.spawn(self.loop, name="phold")
-
-    def event(self, hops: int) -> None:
-        self.mailbox.put(hops)
 
     def loop(self) -> None:
-        p = self.p
-        get = self.mailbox.get
-        rng = self.rng
-        base = self.sim._types["lp"].offset
-        la = p.lookahead
-        sim = self.sim
+        receive = self.current_process().receive
+        send = self.send
+        if self._plain:
+            r = self._r
+            base, n, la, rate = self._base, self._n, self._la, self._rate
+            while True:
+                hops = receive()
+                self.count += 1
+                send(base + r.randrange(n), "event", hops, la + r.expovariate(rate))
         while True:
-            hops = get()
-            self.count += 1
-            if p.digest:
-                self.digest = hash((self.digest, sim.now, hops))
-            if p.max_hops:
-                if hops <= 1:
-                    continue
-                hops -= 1
-            dest = self._dest(rng)
-            self.send(base + dest, "event", hops, la + self._draw_exp(rng))
+            nxt = self._next(receive())
+            if nxt is not None:
+                send(nxt[0], "event", nxt[1], nxt[2])
 
 
 STYLES = {"service": PholdLP, "process": PholdProcessLP}
