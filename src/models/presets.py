@@ -39,10 +39,13 @@ class Machine:
         if isinstance(self.cores_per_node, bool) or not isinstance(self.cores_per_node, int) or self.cores_per_node < 1:
             raise TopologyError(f"Machine {self.name}: cores_per_node must be an integer >= 1, got {self.cores_per_node!r}")
         try:
-            fl = parse_rate(self.flops_per_node, what=f"Machine {self.name}: flops_per_node")
-            bw = parse_bandwidth(self.mem_bw_per_node, what=f"Machine {self.name}: mem_bw_per_node")
+            fl = parse_rate(self.flops_per_node)
         except UnitError as exc:
-            raise TopologyError(str(exc)) from None
+            raise TopologyError(f"Machine {self.name}: flops_per_node: {exc}") from None
+        try:
+            bw = parse_bandwidth(self.mem_bw_per_node)
+        except UnitError as exc:
+            raise TopologyError(f"Machine {self.name}: mem_bw_per_node: {exc}") from None
         if not fl > 0:
             raise TopologyError(f"Machine {self.name}: flops_per_node must be > 0, got {self.flops_per_node!r}")
         if not bw > 0:

@@ -220,8 +220,10 @@ class Topology(ABC):
         """Router-to-router links on a minimal route (0 for nodes on the same router).
 
         For the minimal routings (D-mod-k, ECMP, dimension order, dragonfly minimal) this is
-        the route's own count; for Valiant it is the minimal distance
-        (``len(route) - 2`` gives a particular route's count).
+        the route's own count; for Valiant it is the minimal distance (``len(route) - 2``
+        gives a particular route's count). On a fat-tree or torus it is the graph distance
+        between the nodes' routers; on a dragonfly, minimal routes take at most one global
+        link (Kim et al.), and a path through two global links is occasionally shorter.
         """
         return self._hops1(self._node(src, "src"), self._node(dst, "dst"))
 

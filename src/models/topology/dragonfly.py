@@ -29,7 +29,10 @@ and ``m = 1`` this is the canonical balanced dragonfly.
 Routing. ``minimal``: local hop(s) to a router holding a global link to the destination group,
 the global link, local hop(s) to the destination router; among the ``m`` copies it takes one
 with the fewest hops (ties broken by a hash of the pair, so the copies share the load), hence
-at most 3 router hops in flat groups. ``valiant``: to a random intermediate group (from a hash
+at most 3 router hops in flat groups. As in Kim et al., a minimal route uses at most one
+global link; :meth:`hops`, :meth:`hop_matrix` and the diameter count such routes (a path
+through two global links can occasionally be shorter, but no dragonfly routing takes it as
+a minimal path). ``valiant``: to a random intermediate group (from a hash
 of seed, src, dst and key) by the copy nearest the source, then minimally to the destination;
 at most 5 router hops in flat groups (8 in cascade groups). Traffic within a group is routed
 minimally. ``ugal`` (UGAL-L): at the source router, the minimal path unless the queue on the

@@ -232,10 +232,10 @@ class FatTree(Topology):
         d = r * t / (1.0 + t)
         di = int(round(d))
         if abs(d - di) > 1e-9 or di < 1 or di >= r:
-            valid = sorted({dd / (r - dd) for dd in range(r // 2, r) if dd >= r - dd})
+            valid = [f"{dd / (r - dd):.4g} ({dd}:{r - dd})" for dd in range((r + 1) // 2, r)]
             raise TopologyError(
                 f"{c}: taper={taper} does not split radix {r} into whole node and uplink ports; "
-                f"valid tapers for radix {r}: {', '.join(f'{v:g}' for v in valid)}"
+                f"valid tapers for radix {r} (node:uplink ports): {', '.join(valid)}"
             )
         u = r - di
         if h == 2:

@@ -40,9 +40,9 @@ def check_ints(cls: str, name: str, value: Any, length: int | None, lo: int) -> 
 def check_bw(cls: str, name: str, value: Any) -> float:
     """A bandwidth > 0 in bytes/s, from a number or a string such as '4GB/s'."""
     try:
-        v = parse_bandwidth(value, what=f"{cls}: {name}")
+        v = parse_bandwidth(value)
     except UnitError as exc:
-        raise TopologyError(str(exc)) from None
+        raise TopologyError(f"{cls}: {name}: {exc}") from None
     if not v > 0 or v == float("inf"):
         raise TopologyError(f"{cls}: {name} must be a finite bandwidth > 0 (e.g. '4GB/s'), got {value!r}")
     return float(v)
@@ -51,9 +51,9 @@ def check_bw(cls: str, name: str, value: Any) -> float:
 def check_lat(cls: str, name: str, value: Any) -> float:
     """A latency > 0 in seconds, from a number or a string such as '100ns'."""
     try:
-        v = parse_time(value, what=f"{cls}: {name}")
+        v = parse_time(value)
     except UnitError as exc:
-        raise TopologyError(str(exc)) from None
+        raise TopologyError(f"{cls}: {name}: {exc}") from None
     if not v > 0 or v == float("inf"):
         raise TopologyError(f"{cls}: {name} must be a finite latency > 0 (e.g. '100ns'), got {value!r}")
     return float(v)
