@@ -46,6 +46,9 @@ SMALL = {
     "dragonfly-cascade": lambda: Dragonfly(a=6, p=2, h=2, g=5, cascade=(2, 3), local_mult=(1, 3)),
     "dragonfly-cascade-val": lambda: Dragonfly(a=8, p=1, h=2, g=6, cascade=(2, 4), routing="valiant"),
     "dragonfly-1group": lambda: Dragonfly(a=5, p=2, h=1, g=1),
+    # More than 24 parallel links per group pair: the scalar copy choice runs in numpy.
+    "dragonfly-wide": lambda: Dragonfly(a=8, p=1, h=8, g=3, cascade=(2, 4)),
+    "dragonfly-wide-val": lambda: Dragonfly(a=8, p=1, h=8, g=3, routing="valiant", seed=2),
 }
 
 

@@ -200,11 +200,11 @@ class Topology(ABC):
         for i in range(0, len(s), _CHUNK):
             ln, lk = self._routes_vec(s[i : i + _CHUNK], d[i : i + _CHUNK], k[i : i + _CHUNK])
             lens.append(ln)
-            parts.append(lk)
+            parts.append(lk.astype(np.int32, copy=False))
         offsets = np.zeros(len(s) + 1, dtype=np.int64)
         if lens:
             np.cumsum(np.concatenate(lens), out=offsets[1:])
-        links = np.concatenate(parts).astype(np.int32, copy=False) if parts else np.zeros(0, dtype=np.int32)
+        links = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
         return offsets, links
 
     def route_adaptive(self, src: int, dst: int, key: int, backlog: Callable[[int], float]) -> tuple[int, ...]:

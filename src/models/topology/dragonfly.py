@@ -57,6 +57,7 @@ ARRANGEMENTS = ("absolute", "relative")
 _SALT_MIN = 0xD1A
 _SALT_VAL = 0x7A1
 _BEST_BLOCK = 1 << 21  # elements of a (pairs x copies) cost block
+_NP_BEST_MIN = 24  # scalar copy choice switches to numpy above this many parallel links
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,7 +155,7 @@ class Dragonfly(Topology):
         delta = (a - 1) if casc is None else (rows - 1) + (cols - 1)
         LB = 2 * N
         GB = LB + n_routers * delta
-        n_links = check_size(c, "links", GB + g * U)
+        check_size(c, "links", GB + g * U)
         for nm, v in (("_G1", G1), ("_U", U), ("_rows", rows), ("_cols", cols), ("_delta", delta), ("_LB", LB), ("_GB", GB)):
             self._set(nm, v)
         self._set("_salt_min", salt_seed(seed, _SALT_MIN))
@@ -224,6 +225,10 @@ class Dragonfly(Topology):
         self._set("_rho_l", rho.tolist())
         self._set("_lh_l", lh.tolist())
         self._set("_acost_l", acost.tolist())
+        # _rot[off, c] = (c - off) mod m: tie-break order of copy c when scanning from off.
+        if m > _NP_BEST_MIN:
+            cc = np.arange(m, dtype=np.int32)
+            self._set("_rot", _readonly((cc[None, :] - cc[:, None]) % m))
 
     # ------------------------------------------------------------------ arrangement
     def _qidx(self, G: int, T: int) -> int:
@@ -298,6 +303,13 @@ class Dragonfly(Topology):
     def _best(self, xa: int, qa: int, xb: int, qb: int, off: int) -> tuple[int, int]:
         """(copy, hops-1) minimising local hops on both sides; ties from ``off`` onwards."""
         m = self.global_links
+        if m > _NP_BEST_MIN:
+            # Many parallel links: one numpy pass beats a Python loop over the copies.
+            c = self._acost[xa * self._G1 + qa].astype(np.int32)
+            if qb >= 0:
+                c = c + self._acost[xb * self._G1 + qb]
+            j = int(np.argmin(c * m + self._rot[off]))
+            return j, int(c[j])
         A = self._acost_l
         ra = A[xa * self._G1 + qa]
         if qb < 0:
@@ -396,7 +408,9 @@ class Dragonfly(Topology):
         second = np.where((rx != ry) & (cx != cy), col2, -1)
         return first, second
 
-    def _best_np(self, xa: np.ndarray, qa: np.ndarray, xb: np.ndarray | None, qb: np.ndarray | None, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _best_np(
+        self, xa: np.ndarray, qa: np.ndarray, xb: np.ndarray | None, qb: np.ndarray | None, off: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Vectorized :meth:`_best`: (copy, minimal local hops)."""
         m = self.global_links
         n = len(xa)
@@ -439,7 +453,8 @@ class Dragonfly(Topology):
         if len(i):
             q12 = self._qidx_np(Gs[i], Gd[i])
             q21 = self._qidx_np(Gd[i], Gs[i])
-            off = (pair_hash_np(self._salt_min, s[i], d[i], np.zeros(len(i), dtype=np.int64)) % np.uint64(self.global_links)).astype(np.int64)
+            hm = pair_hash_np(self._salt_min, s[i], d[i], np.zeros(len(i), dtype=np.int64))
+            off = (hm % np.uint64(self.global_links)).astype(np.int64)
             cp, _ = self._best_np(xs[i], q12, xd[i], q21, off)
             r1, r2 = self._rho[q12, cp], self._rho[q21, cp]
             cols[i, 1], cols[i, 2] = self._local_np(Gs[i], xs[i], r1)

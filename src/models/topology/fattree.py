@@ -153,6 +153,7 @@ class FatTree(Topology):
         check_size(c, "vertices", N + n_routers)
         if self.radix is not None:
             rdx = check_int(c, "radix", self.radix, 2)
+            self._set("radix", rdx)
             for lv in range(1, h + 1):
                 ports = m[lv - 1] * p[lv - 1] + (W[lv + 1] if lv < h else 0)
                 if ports > rdx:
@@ -366,9 +367,10 @@ class FatTree(Topology):
 
     def downlinks(self, router: int) -> np.ndarray:
         """Down link ids of a switch (to its children, ejection links for leaves), increasing."""
-        lv = self.switch_level(router)
+        self.switch_level(router)  # checks the index
         out = self.out_links(self.n_nodes + int(router))
-        return out[out >= self._DB[lv]][: self.down[lv - 1] * self.parallel[lv - 1]]
+        kind = self.link_kind[out]
+        return out[(kind == KIND_DOWN) | (kind == KIND_EJECT)].astype(np.int64)
 
     def up_port_target(self, router: int, port: int) -> int:
         """Router index reached from switch ``router`` through up port ``port``."""

@@ -123,7 +123,7 @@ class Torus(Topology):
             nbr[:, i, 1] = r - st * np.where(x > 0, 1, -(k - 1))
         ex = exists.reshape(-1)
         n_rl = int(ex.sum())
-        n_links = check_size(c, "links", 2 * N + n_rl)
+        check_size(c, "links", 2 * N + n_rl)
         s2l = np.full(R * D * 2, -1, dtype=np.int64)
         s2l[ex] = 2 * N + np.arange(n_rl)
         slot_dim = np.tile(np.repeat(np.arange(D), 2), R)[ex]
