@@ -257,6 +257,8 @@ def test_bad_arguments_raise_topology_error(topo):
         t.route(-1, 0)
     with pytest.raises(TopologyError, match="node id"):
         t.hops(0.5, 1)
+    with pytest.raises(TopologyError, match="key must be an integer"):
+        t.route(0, 1, None)
     with pytest.raises(TopologyError, match="same length"):
         t.routes([0, 1], [1])
     with pytest.raises(TopologyError, match="not a node"):

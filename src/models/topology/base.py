@@ -150,7 +150,10 @@ class Topology(ABC):
         routings that have them (ECMP, Valiant); the same (src, dst, key) always gives the
         same route. Cached: a repeated call is one dict lookup.
         """
-        r = self._rc.get((src, dst, key * self._kf))
+        try:
+            r = self._rc.get((src, dst, key * self._kf))
+        except TypeError:  # a key that does not multiply: _route_miss reports it
+            r = None
         if r is None:
             r = self._route_miss(src, dst, key)
         return r
