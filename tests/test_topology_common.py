@@ -198,6 +198,13 @@ def test_routes_are_deterministic_across_objects_and_cached(topo):
     assert t.route(int(s[0]), int(d[0]), int(k[0])) == r1
 
 
+def test_route_accepts_numpy_integer_arguments(topo):
+    t = topo
+    expect = t.route(1, t.n_nodes - 1, 3)
+    for typ in (np.int32, np.int64, np.uint32, np.uint64):
+        assert t.route(typ(1), typ(t.n_nodes - 1), typ(3)) == expect
+
+
 def test_route_adaptive_without_backlog_is_route(topo):
     t = topo
     zero = lambda link: 0.0  # noqa: E731
@@ -250,6 +257,8 @@ def test_bad_arguments_raise_topology_error(topo):
         t.route(-1, 0)
     with pytest.raises(TopologyError, match="node id"):
         t.hops(0.5, 1)
+    with pytest.raises(TopologyError, match="key must be an integer"):
+        t.route(0, 1, None)
     with pytest.raises(TopologyError, match="same length"):
         t.routes([0, 1], [1])
     with pytest.raises(TopologyError, match="not a node"):

@@ -28,6 +28,24 @@ def test_cab_shape_from_radix():
     assert (deg == 36).all()
 
 
+def test_radix_form_of_the_constructor():
+    a = FatTree(radix=36, levels=3, pods=4)
+    assert a == FatTree.from_radix(radix=36, levels=3, pods=4)
+    assert a == FatTree(levels=3, down=(18, 18, 4), up=(1, 18, 2), parallel=(1, 1, 9), radix=36)
+    assert (a.pods, a.taper) == (4, 1.0)
+    assert a.replace(pods=8).n_nodes == 2592  # Pinot from Cab
+    assert FatTree(radix=8, levels=2, taper=3.0).taper == 3.0
+    assert FatTree.kary_ntree(k=2, n=3).pods == 2  # explicit shapes report their pods too
+    for kwargs, match in (
+        (dict(levels=3), "give the shape"),
+        (dict(levels=3, down=(2, 2, 2)), "down and up go together"),
+        (dict(levels=2, down=(2, 2), up=(1, 2), pods=2), "leave them out"),
+        (dict(radix=8, levels=2, parallel=(1, 2)), "parallel goes with an explicit shape"),
+    ):
+        with pytest.raises(TopologyError, match=match):
+            FatTree(**kwargs)
+
+
 def test_kary_ntree_counts():
     t = FatTree.kary_ntree(k=4, n=3)
     assert t.n_nodes == 64 and t.switches_per_level() == (16, 16, 16)

@@ -106,10 +106,11 @@ class Topology(ABC):
         self._set("_out_idx", _readonly(order))
         if n_links and not (self.link_lat > 0).all():  # pragma: no cover - constructors check
             raise TopologyError(f"{type(self).__name__}: every link latency must be > 0")
-        # Route cache: key (src, dst, key & mask); the mask is 0 for routings that ignore key.
+        # Route cache: key (src, dst, key * kf); kf is 0 for routings that ignore key, so all
+        # keys of a pair share one entry (a multiply works for every integer type).
         self._set("_rc", {})
         self._set("_rc_cap", int(cache_size))
-        self._set("_km", -1 if self.routing in self.KEYED_ROUTINGS else 0)
+        self._set("_kf", 1 if self.routing in self.KEYED_ROUTINGS else 0)
 
     def replace(self, **changes: Any) -> "Topology":
         """A new topology of the same family with some constructor parameters changed
@@ -149,7 +150,10 @@ class Topology(ABC):
         routings that have them (ECMP, Valiant); the same (src, dst, key) always gives the
         same route. Cached: a repeated call is one dict lookup.
         """
-        r = self._rc.get((src, dst, key & self._km))
+        try:
+            r = self._rc.get((src, dst, key * self._kf))
+        except TypeError:  # a key that does not multiply: _route_miss reports it
+            r = None
         if r is None:
             r = self._route_miss(src, dst, key)
         return r
@@ -166,7 +170,7 @@ class Topology(ABC):
             # Routes are pure functions of their arguments, so dropping the cache changes
             # speed only; clearing keeps every hit a plain dict lookup.
             c.clear()
-        c[(s, d, k & self._km)] = r
+        c[(s, d, k * self._kf)] = r
         return r
 
     def clear_route_cache(self) -> None:

@@ -102,8 +102,6 @@ class Dragonfly(Topology):
         h = check_int(c, "h (global links per router)", self.h, 0)
         gmax = a * h + 1
         g = gmax if self.g is None else check_int(c, "g (groups)", self.g, 1, gmax)
-        if g > 1 and h == 0:  # pragma: no cover - covered by the range check above
-            raise TopologyError(f"{c}: g={g} groups need h >= 1 global links per router")
         G1 = g - 1
         if g == 1:
             if self.global_links not in (None, 0):

@@ -62,8 +62,11 @@ class FatTree(Topology):
 
     ``down``, ``up`` and ``parallel`` have one entry per level, lowest level first;
     ``up[0]`` and ``parallel[0]`` must be 1 (one link from a node to its leaf). ``radix``,
-    when given, checks that no switch uses more ports. Use :meth:`from_radix` or
-    :meth:`kary_ntree` for the common shapes.
+    when given, checks that no switch uses more ports. Without ``down`` and ``up`` the shape
+    comes from ``radix``, ``levels``, ``pods`` and ``taper`` as in :meth:`from_radix`
+    (``FatTree(radix=36, levels=3, pods=4)`` is Cab's tree); ``pods`` and ``taper`` then
+    hold the tree's pod count and leaf oversubscription. :meth:`kary_ntree` builds k-ary
+    n-trees.
     """
 
     name: ClassVar[str] = "fattree"
@@ -72,16 +75,19 @@ class FatTree(Topology):
     KEYED_ROUTINGS: ClassVar[tuple[str, ...]] = ("ecmp",)
 
     levels: int
-    down: tuple[int, ...]
-    up: tuple[int, ...]
+    down: tuple[int, ...] | None = None
+    up: tuple[int, ...] | None = None
     parallel: tuple[int, ...] | None = None
+    radix: int | None = None
+    #: Shape by radix (used only when down and up are not given; see :meth:`from_radix`).
+    pods: int | None = field(default=None, compare=False)
+    taper: float = field(default=1.0, compare=False)
     link_bw: InitVar[float | str] = "4GB/s"
     link_lat: InitVar[float | str] = "100ns"
     inject_bw: float | str | None = None
     inject_lat: float | str | None = None
     routing: str = "dmodk"
     seed: int = 0
-    radix: int | None = None
     cache_size: int = field(default=1 << 17, compare=False, repr=False)
     #: Bandwidth (bytes/s) and latency (s) of every switch-to-switch link (from link_bw, link_lat).
     switch_bw: float = field(init=False)
@@ -90,6 +96,20 @@ class FatTree(Topology):
     # ------------------------------------------------------------------ construction
     def __post_init__(self, link_bw: float | str, link_lat: float | str) -> None:
         c = "FatTree"
+        by_radix = self.down is None and self.up is None
+        if by_radix:
+            if self.radix is None:
+                raise TopologyError(f"{c}: give the shape (levels, down, up[, parallel]) or a radix (radix, levels[, pods, taper])")
+            if self.parallel is not None:
+                raise TopologyError(f"{c}: parallel goes with an explicit shape (down, up); a radix-built tree derives it")
+            shape = radix_shape(self.radix, self.levels, self.pods, self.taper)
+            self._set("down", shape[0])
+            self._set("up", shape[1])
+            self._set("parallel", shape[2])
+        elif self.down is None or self.up is None:
+            raise TopologyError(f"{c}: down and up go together (one entry per level); got down={self.down!r}, up={self.up!r}")
+        elif self.pods is not None or self.taper != 1.0:
+            raise TopologyError(f"{c}: pods and taper shape a radix-built tree; with an explicit shape (down, up) leave them out")
         h = check_int(c, "levels", self.levels, 1, 16)
         m = check_ints(c, "down", self.down, h, 1)
         w = check_ints(c, "up", self.up, h, 1)
@@ -116,10 +136,15 @@ class FatTree(Topology):
         self._set("inject_bw", ibw)
         self._set("inject_lat", ilat)
         self._set("seed", seed)
+        shape = (
+            dict(radix=self.radix, pods=self.pods, taper=self.taper)
+            if by_radix
+            else dict(down=m, up=w, parallel=p, radix=self.radix)
+        )
         self._set(
             "_init_kwargs",
-            dict(levels=h, down=m, up=w, parallel=p, link_bw=bw, link_lat=lat, inject_bw=ibw, inject_lat=ilat,
-                 routing=self.routing, seed=seed, radix=self.radix, cache_size=cache),
+            dict(levels=h, **shape, link_bw=bw, link_lat=lat, inject_bw=ibw, inject_lat=ilat,
+                 routing=self.routing, seed=seed, cache_size=cache),
         )
 
         N = check_size(c, "nodes", prod(m))
@@ -164,6 +189,8 @@ class FatTree(Topology):
         for nm, v in (("_M", M), ("_R", R), ("_W", W), ("_P", P), ("_S", S), ("_RB", RB), ("_UB", UB), ("_DB", DB)):
             self._set(nm, tuple(v))
         self._set("_salt", salt_seed(seed, _SALT_ECMP))
+        self._set("pods", N // M[h - 1] if h >= 2 else 1)
+        self._set("taper", m[0] / W[2] if h >= 2 else 1.0)
 
         src = np.empty(n_links, dtype=np.int64)
         dst = np.empty(n_links, dtype=np.int64)
@@ -217,38 +244,7 @@ class FatTree(Topology):
         (radix 36, 4 pods) gets 36 spines with 9 links to each L2 it reaches. 1 level: one
         switch with ``radix`` nodes. Other keywords (``link_bw``, ``routing``, ...) pass through.
         """
-        c = "FatTree.from_radix"
-        r = check_int(c, "radix", radix, 2)
-        h = check_int(c, "levels", levels, 1, 3)
-        try:
-            t = float(taper)
-        except (TypeError, ValueError):
-            raise TopologyError(f"{c}: taper must be a number >= 1 (1.0 = full bisection), got {taper!r}") from None
-        if not t >= 1.0 or t == float("inf"):
-            raise TopologyError(f"{c}: taper must be a finite number >= 1 (1.0 = full bisection), got {taper!r}")
-        if h == 1:
-            if pods is not None or t != 1.0:
-                raise TopologyError(f"{c}: a 1-level tree (one switch) takes neither pods nor taper")
-            return cls(levels=1, down=(r,), up=(1,), parallel=(1,), radix=r, **kwargs)
-        d = r * t / (1.0 + t)
-        di = int(round(d))
-        if abs(d - di) > 1e-9 or di < 1 or di >= r:
-            valid = [f"{dd / (r - dd):.4g} ({dd}:{r - dd})" for dd in range((r + 1) // 2, r)]
-            raise TopologyError(
-                f"{c}: taper={taper} does not split radix {r} into whole node and uplink ports; "
-                f"valid tapers for radix {r} (node:uplink ports): {', '.join(valid)}"
-            )
-        u = r - di
-        if h == 2:
-            npods = r if pods is None else check_int(c, "pods", pods, 1, r)
-            k = _largest_divisor(u, r // npods)
-            return cls(levels=2, down=(di, npods), up=(1, u // k), parallel=(1, k), radix=r, **kwargs)
-        if r % 2:
-            raise TopologyError(f"{c}: a 3-level tree needs an even radix (L2 switches split r/2 down, r/2 up), got {r}")
-        npods = r if pods is None else check_int(c, "pods", pods, 1, r)
-        half = r // 2
-        k = _largest_divisor(half, r // npods)
-        return cls(levels=3, down=(di, half, npods), up=(1, u, half // k), parallel=(1, 1, k), radix=r, **kwargs)
+        return cls(radix=radix, levels=levels, pods=pods, taper=taper, **kwargs)
 
     @classmethod
     def kary_ntree(cls, *, k: int, n: int, **kwargs: Any) -> "FatTree":
@@ -627,3 +623,39 @@ def _largest_divisor(n: int, limit: int) -> int:
         if n % k == 0:
             return k
     return 1
+
+
+def radix_shape(radix: Any, levels: Any, pods: Any, taper: Any) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(down, up, parallel) of the 1-, 2- or 3-level tree of :meth:`FatTree.from_radix`."""
+    c = "FatTree"
+    r = check_int(c, "radix", radix, 2)
+    h = check_int(c, "levels", levels, 1, 3)
+    try:
+        t = float(taper)
+    except (TypeError, ValueError):
+        raise TopologyError(f"{c}: taper must be a number >= 1 (1.0 = full bisection), got {taper!r}") from None
+    if not t >= 1.0 or t == float("inf"):
+        raise TopologyError(f"{c}: taper must be a finite number >= 1 (1.0 = full bisection), got {taper!r}")
+    if h == 1:
+        if pods is not None or t != 1.0:
+            raise TopologyError(f"{c}: a 1-level tree (one switch) takes neither pods nor taper")
+        return (r,), (1,), (1,)
+    d = r * t / (1.0 + t)
+    di = int(round(d))
+    if abs(d - di) > 1e-9 or di < 1 or di >= r:
+        valid = [f"{dd / (r - dd):.4g} ({dd}:{r - dd})" for dd in range((r + 1) // 2, r)]
+        raise TopologyError(
+            f"{c}: taper={taper} does not split radix {r} into whole node and uplink ports; "
+            f"valid tapers for radix {r} (node:uplink ports): {', '.join(valid)}"
+        )
+    u = r - di
+    if h == 2:
+        npods = r if pods is None else check_int(c, "pods", pods, 1, r)
+        k = _largest_divisor(u, r // npods)
+        return (di, npods), (1, u // k), (1, k)
+    if r % 2:
+        raise TopologyError(f"{c}: a 3-level tree needs an even radix (L2 switches split r/2 down, r/2 up), got {r}")
+    npods = r if pods is None else check_int(c, "pods", pods, 1, r)
+    half = r // 2
+    k = _largest_divisor(half, r // npods)
+    return (di, half, npods), (1, u, half // k), (1, 1, k)

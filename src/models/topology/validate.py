@@ -1,6 +1,6 @@
 """Checks shared by the topology constructors.
 
-Each helper takes the parameter's name and the value given, returns the normalised value and
+Each check takes the parameter's name and the value given, returns the normalised value and
 raises :class:`~models.errors.TopologyError` naming the parameter, the value and the valid
 range when the value is unusable.
 """
