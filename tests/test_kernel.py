@@ -426,3 +426,62 @@ def test_infinite_end_time_leaves_clock_at_last_event():
     r.send(r.eid, "ping", None, delay=3.25)
     sim.run()
     assert sim.now == 3.25 and math.isfinite(sim.stats.end_time)
+
+
+def test_resume_from_service_runs_the_process_inside_the_event():
+    order = []
+
+    class N(Entity):
+        def __init__(self):
+            self.p = self.spawn(self.body)
+            self.send(self.eid, "poke", "v1", delay=2.0)
+
+        def body(self):
+            v = self.hibernate()
+            order.append(("woke", self.now, v))
+            p2 = self.current_process()
+            self.sleep(1.0)
+            order.append(("slept", self.now, p2 is self.p))
+
+        def poke(self, v):
+            self.p.resume(v)
+            order.append(("poke returned", self.now))
+
+    sim = Simulator()
+    sim.add_entities(N, 1)
+    st = sim.run()
+    assert order == [("woke", 2.0, "v1"), ("poke returned", 2.0), ("slept", 3.0, True)]
+    assert st.events == 3  # start, poke, sleep end: the resume itself cost no event
+
+
+def test_inbox_messages_reach_a_process_in_order_even_while_it_sleeps():
+    got = []
+
+    class N(Entity):
+        inboxes = ("mail",)
+
+        def __init__(self):
+            self.p = self.spawn(self.body, inbox="mail", delay=1.0)
+            for k in range(3):
+                self.send(self.eid, "mail", k, delay=0.5 * k)  # k=0,1 arrive before the start
+
+        def body(self):
+            self.sleep(5.0)  # message 2 arrives meanwhile
+            for _ in range(3):
+                got.append(self.current_process().receive())
+            got.append(self.now)
+
+    sim = Simulator()
+    sim.add_entities(N, 1)
+    sim.run()
+    assert got == [0, 1, 2, 6.0]
+
+
+def test_inbox_must_be_declared():
+    class N(Entity):
+        def __init__(self):
+            self.spawn(lambda: None, inbox="mail")
+
+    sim = Simulator()
+    with pytest.raises(ProcessError, match="inboxes"):
+        sim.add_entities(N, 1)

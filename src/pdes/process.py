@@ -166,6 +166,24 @@ class Process(greenlet):
         sim = self._sim
         heappush(sim._heap, (sim.now, next(self._keys), self.switch, _Resume(value)))
 
+    def resume(self, value: Any = None) -> None:
+        """Wake a hibernating process, at once when called from a service.
+
+        From a service (event context) the process runs immediately, inside the current
+        event, and this call returns when it blocks again: no extra event. From inside a
+        process it behaves like :meth:`wake` (a resume event at the current time).
+        """
+        if not self._hibernating:
+            raise ProcessError(
+                f"resume() on process {self.name!r} of {self.entity!r}, which is not hibernating"
+            )
+        self._hibernating = False
+        sim = self._sim
+        if getcurrent() is sim._hub:
+            self.switch(_Resume(value))
+        else:
+            heappush(sim._heap, (sim.now, next(self._keys), self.switch, _Resume(value)))
+
     @property
     def hibernating(self) -> bool:
         """True while the process is blocked in :meth:`hibernate` and not yet woken."""

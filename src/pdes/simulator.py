@@ -219,6 +219,11 @@ class Simulator:
                     f"group already lives on rank {prev}: a group must be placed on one rank"
                 )
 
+    @property
+    def n_entities(self) -> int:
+        """Entity ids assigned so far (all ranks); the next type added starts at this id."""
+        return self._next_eid
+
     def entity_type(self, name: str) -> EntityType:
         try:
             return self._types[name]
