@@ -28,16 +28,14 @@ _SI = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BIN = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
 
 
-def _split(value: str | float | int, what: str) -> tuple[float, str]:
-    if isinstance(value, bool):
-        raise UnitError(f"{what}: expected a number or a string with a unit, got {value!r}")
+def _split(value: str | float | int, what: str, kind: str) -> tuple[float, str]:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise UnitError(f"{what}: expected a number or a string with a unit, e.g. {_EXAMPLES[kind]}; got {value!r}")
     if isinstance(value, (int, float)):
         return float(value), ""
-    if not isinstance(value, str):
-        raise UnitError(f"{what}: expected a number or a string with a unit, got {value!r}")
     m = _RE.match(value.replace("µ", "u"))
     if not m:
-        raise UnitError(f"{what}: cannot parse {value!r}; write a number and a unit, e.g. {_EXAMPLES[what]}")
+        raise UnitError(f"{what}: cannot parse {value!r}; write a number and a unit, e.g. {_EXAMPLES[kind]}")
     return float(m.group(1)), m.group(2)
 
 
@@ -51,7 +49,7 @@ _EXAMPLES = {
 
 def parse_time(value: str | float | int, *, what: str = "time") -> float:
     """Seconds from '700ns', '1.5us', '10ms', '3s', '5min', '2h', '1d' or a number of seconds."""
-    x, unit = _split(value, "time")
+    x, unit = _split(value, what, "time")
     try:
         f = _TIME[unit]
     except KeyError:
@@ -68,7 +66,7 @@ def _scale(unit: str) -> float | None:
 
 def parse_bytes(value: str | float | int, *, what: str = "size") -> float:
     """Bytes from '64KiB', '4MB', '1GiB', '8Mb' (bits), or a number of bytes."""
-    x, unit = _split(value, "size")
+    x, unit = _split(value, what, "size")
     bits = False
     if unit.endswith("B"):
         unit = unit[:-1]
@@ -98,7 +96,7 @@ def parse_bandwidth(value: str | float | int, *, what: str = "bandwidth") -> flo
 
 def parse_rate(value: str | float | int, *, what: str = "rate") -> float:
     """Flop/s from '2.3TF', '10GF', '1.2TFLOPS', or a number."""
-    x, unit = _split(value, "rate")
+    x, unit = _split(value, what, "rate")
     u = unit
     for suffix in ("FLOPS", "flops", "Flops", "F/s", "F", "flop/s"):
         if u.endswith(suffix):

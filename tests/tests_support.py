@@ -1,0 +1,40 @@
+"""Helpers shared by several test modules (importable from tests/ and tests/mpi/)."""
+
+from __future__ import annotations
+
+from models.network import Network, NetworkConfig, NetworkNode, network_lookahead
+from pdes import Simulator
+
+
+class Probe(NetworkNode):
+    """Sends what it is told at t=0 and records every delivery and buffer release."""
+
+    def __init__(self, net, log, sent):
+        super().__init__(net)
+        self.log = log
+        self.sent_log = sent
+
+    def on_message(self, src, nbytes, payload, job):
+        self.log.append((self.sim.now, src, self.node, nbytes, payload, job))
+
+    def on_sent(self, payload, job):
+        self.sent_log.append((self.sim.now, self.node, payload))
+
+    def go(self, msgs):
+        for dst, nbytes, job in msgs:
+            self.net_send(dst, nbytes, (self.node, dst), job=job, notify=True)
+
+
+def run_traffic(topo, msgs_by_src, *, model="packet", chunk=4096, o_s=0.0, o_r=0.0, mem_bw=10e9, comm=None):
+    sim = Simulator(lookahead=network_lookahead(topo), comm=comm)
+    log, sent = [], []
+    cfg = NetworkConfig(model=model, chunk_size=chunk, send_overhead=o_s, recv_overhead=o_r)
+    net = Network(sim, topo, cfg, mem_bw=mem_bw, node_cls=Probe, node_args=(log, sent))
+    for src, msgs in msgs_by_src.items():
+        if sim.is_local(net.node_eid(src)):
+            n = sim.entity("node", src)
+            n.send(n.eid, "go", msgs, 0.0)
+    sim.run()
+    return sim, net, sorted(log), sorted(sent)
+
+
