@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Network transport speed: the packet model against the ideal model, sequential and P = 2.
+
+Two workloads:
+
+* ``a2a-torus``: all-to-all among the 64 nodes of a 4x4x4 torus, 64 KiB per pair, every
+  message sent at t = 0 (the NICs interleave them round-robin);
+* ``rd-fattree``: a recursive-doubling exchange (allreduce-like: round k+1 starts when the
+  round-k message from the partner has arrived) on 1,024 nodes of the Cab fat-tree.
+
+Each configuration runs in a fresh process (``mpirun -n 2`` for P = 2), ``--rounds`` times
+interleaved; the table gives medians. "chunk hops" are link traversals of chunks (the
+packet model's unit of work); the ideal model is the named baseline (one event per message).
+
+Usage: ``python scripts/bench_network.py [--rounds 3] [--chunk 4096] [--no-mpi]``.
+The last line of output is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+WORKLOADS = ("a2a-torus", "rd-fattree")
+
+
+def build_and_run(workload: str, model: str, chunk: int, comm) -> dict:
+    from models.network import Network, NetworkConfig, NetworkNode, network_lookahead
+    from models.presets import get_machine
+    from pdes import Simulator
+
+    if workload == "a2a-torus":
+        topo = get_machine("tiny-torus").topology  # 4x4x4, one node per router
+        nodes = list(range(topo.n_nodes))
+        size = 64 * 1024
+    else:
+        topo = get_machine("cab").topology
+        nodes = list(range(1024))
+        size = 8 * 1024
+    n = len(nodes)
+
+    class A2A(NetworkNode):
+        def go(self, _):
+            me = self.node
+            for k in range(1, n):
+                self.net_send((me + k) % n, size, None)
+
+    class RD(NetworkNode):
+        rounds = n.bit_length() - 1
+
+        def go(self, _):
+            self.net_send(self.node ^ 1, size, 0)
+
+        def on_message(self, src, nbytes, k, job):
+            k += 1
+            if k < self.rounds:
+                self.net_send(self.node ^ (1 << k), size, k)
+
+    cls = A2A if workload == "a2a-torus" else RD
+    sim = Simulator(lookahead=network_lookahead(topo), comm=comm)
+    net = Network(sim, topo, NetworkConfig(model=model, chunk_size=chunk), node_cls=cls)
+    for i in nodes:
+        if sim.is_local(net.node_eid(i)):
+            e = sim.entity("node", i)
+            e.send(e.eid, "go", None, 0.0)
+    st = sim.run()
+    ns = net.stats()
+    # Chunk hops: every message of S bytes is ceil(S / C) chunks, each crossing len(route) links.
+    nchunks = -(-size // chunk)
+    if workload == "a2a-torus":
+        pairs = [(s, (s + k) % n) for s in range(n) for k in range(1, n)]
+    else:
+        pairs = [(s, s ^ (1 << k)) for s in range(n) for k in range(n.bit_length() - 1)]
+    hops = sum(len(topo.route(a, b)) for a, b in pairs) * nchunks
+    return {
+        "workload": workload, "model": model, "ranks": st.ranks, "events": st.events, "wall_s": st.wall_s,
+        "sim_time": st.end_time, "chunk_hops": hops if model == "packet" else 0, "messages": ns.messages,
+        "windows": st.windows,
+    }
+
+
+def mpirun() -> str | None:
+    return shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--chunk", type=int, default=4096)
+    ap.add_argument("--no-mpi", action="store_true", help="skip the P = 2 runs")
+    ap.add_argument("--one", nargs=2, metavar=("WORKLOAD", "MODEL"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.one:
+        from pdes.parallel import world_comm
+
+        comm = world_comm()
+        res = build_and_run(a.one[0], a.one[1], a.chunk, comm)
+        if comm is None or comm.rank == 0:
+            print(json.dumps(res))
+        return
+    configs = [(w, m, 1) for w in WORKLOADS for m in ("packet", "ideal")]
+    mp = mpirun()
+    if not a.no_mpi and mp is not None:
+        configs += [(w, "packet", 2) for w in WORKLOADS]
+    walls: dict[tuple, list[float]] = {}
+    last: dict[tuple, dict] = {}
+    for rnd in range(a.rounds):
+        for cfg in configs:
+            w, m, p = cfg
+            cmd = [sys.executable, __file__, "--one", w, m, "--chunk", str(a.chunk)]
+            if p > 1:
+                cmd = [mp, "-n", str(p), *cmd]
+            t0 = time.perf_counter()
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+            if out.returncode != 0:
+                sys.exit(f"bench_network: {' '.join(cmd)} failed:\n{out.stderr}")
+            res = json.loads(out.stdout.strip().splitlines()[-1])
+            walls.setdefault(cfg, []).append(res["wall_s"])
+            last[cfg] = res
+            print(f"  round {rnd + 1}/{a.rounds} {w:<11} {m:<7} P={p}: {res['wall_s']:.3f} s "
+                  f"({time.perf_counter() - t0:.1f} s with start-up)", file=sys.stderr)
+    med = {c: statistics.median(v) for c, v in walls.items()}
+    print(f"Network transport, chunk {a.chunk} B, median of {a.rounds} rounds")
+    hdr = f"{'workload':<12}{'model':<8}{'P':>3}{'sim time':>12}{'events':>10}{'chunk hops':>12}{'wall s':>9}{'events/s':>11}{'hops/s':>11}{'vs ideal':>10}{'speedup':>9}"
+    print(hdr)
+    print("-" * len(hdr))
+    rows = []
+    for cfg in configs:
+        w, m, p = cfg
+        r = last[cfg]
+        ev_s = r["events"] / med[cfg]
+        hop_s = r["chunk_hops"] / med[cfg] if r["chunk_hops"] else 0.0
+        vs_ideal = med[cfg] / med[(w, "ideal", 1)]
+        speedup = med[(w, m, 1)] / med[cfg] if (w, m, 1) in med else float("nan")
+        print(f"{w:<12}{m:<8}{p:>3}{r['sim_time'] * 1e6:>10.2f}us{r['events']:>10}{r['chunk_hops']:>12}{med[cfg]:>9.3f}"
+              f"{ev_s:>11,.0f}{hop_s:>11,.0f}{vs_ideal:>10.1f}{speedup:>9.2f}")
+        rows.append({"workload": w, "model": m, "ranks": p, "sim_time_s": r["sim_time"], "events": r["events"],
+                     "chunk_hops": r["chunk_hops"], "wall_s": round(med[cfg], 4), "events_per_s": round(ev_s),
+                     "chunk_hops_per_s": round(hop_s), "wall_vs_ideal": round(vs_ideal, 2), "speedup_vs_p1": round(speedup, 3)})
+    seq_hops = [r["chunk_hops_per_s"] for r in rows if r["model"] == "packet" and r["ranks"] == 1]
+    print(json.dumps({"bench": "network", "chunk": a.chunk, "rounds": a.rounds, "results": rows,
+                      "min_sequential_chunk_hops_per_s": min(seq_hops)}))
+
+
+if __name__ == "__main__":
+    main()
