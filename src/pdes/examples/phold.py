@@ -140,14 +140,18 @@ class PholdLP(_PholdBase):
     """Service style: ``event`` handles one event and sends the next."""
 
     def event(self, hops: int) -> None:
-        if self._plain:
-            self.count += 1
-            r = self._r
-            self.send(self._base + r.randrange(self._n), "event", hops, self._la + r.expovariate(self._rate))
-            return
         nxt = self._next(hops)
         if nxt is not None:
             self.send(nxt[0], "event", nxt[1], nxt[2])
+
+
+class _PlainPholdLP(PholdLP):
+    """The service style without digest, hop limit or regions: the benchmarked hot path."""
+
+    def event(self, hops: int) -> None:
+        self.count += 1
+        r = self._r
+        self.send(self._base + r.randrange(self._n), "event", hops, self._la + r.expovariate(self._rate))
 
 
 class PholdProcessLP(_PholdBase):
@@ -184,6 +188,8 @@ def build(params: PholdParams, *, style: str = "service", seed: int = 0, comm="a
         cls = STYLES[style]
     except KeyError:
         raise ValueError(f"unknown PHOLD style {style!r}; valid: {', '.join(STYLES)}") from None
+    if cls is PholdLP and params.regions == 1 and not params.digest and not params.max_hops and params.mean_delay > 0:
+        cls = _PlainPholdLP
     sim = Simulator(end_time=params.end_time, lookahead=params.lookahead, seed=seed, comm=comm, parallel=parallel)
     sim.add_entities(cls, params.n_lps, params, name="lp", placement="block")
     return sim
