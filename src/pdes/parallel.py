@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import os
 import pickle
+import struct
 import sys
 from typing import Any
 
-import numpy as np
-
-_BYTES, _TMIN, _TOTAL, _ERR = range(4)
 
 
 def world_comm() -> Any | None:
@@ -50,17 +48,24 @@ def install_abort_hook(comm: Any) -> None:
 
 
 class WindowExchange:
-    """The per-window collective: global minimum next-event time plus the remote events."""
+    """The per-window collective: global minimum next-event time plus the remote events.
+
+    The small table travels as packed doubles (``struct``) rather than numpy arrays: with a
+    few ranks the per-window Python overhead, not the bytes, is what costs.
+    """
 
     def __init__(self, comm: Any):
         from mpi4py import MPI
 
         self.MPI = MPI
         self.comm = comm
-        self.size = comm.size
+        self.size = size = comm.size
         self.rank = comm.rank
-        self.meta_send = np.zeros((self.size, 4), dtype=np.float64)
-        self.meta_recv = np.zeros((self.size, 4), dtype=np.float64)
+        self._fmt = struct.Struct(f"<{4 * size}d")
+        self._meta_send = bytearray(self._fmt.size)
+        self._meta_recv = bytearray(self._fmt.size)
+        self._spec_send = [self._meta_send, MPI.DOUBLE]
+        self._spec_recv = [self._meta_recv, MPI.DOUBLE]
         self.sent_events = 0
         self.recv_events = 0
         self.bytes_sent = 0
@@ -74,49 +79,48 @@ class WindowExchange:
         size = self.size
         payloads = []
         total = 0
-        for j in range(size):
-            box = outboxes[j]
+        dumps = pickle.dumps
+        for box in outboxes:
             if box:
                 self.sent_events += len(box)
-                b = pickle.dumps(box, protocol=pickle.HIGHEST_PROTOCOL)
+                b = dumps(box, protocol=pickle.HIGHEST_PROTOCOL)
                 box.clear()
+                total += len(b)
             else:
                 b = b""
             payloads.append(b)
-            total += len(b)
-        ms = self.meta_send
-        ms[:, _BYTES] = [len(b) for b in payloads]
-        ms[:, _TMIN] = local_min
-        ms[:, _TOTAL] = total
-        ms[:, _ERR] = 1.0 if failed else 0.0
-        mr = self.meta_recv
-        self.comm.Alltoall(ms, mr)
-        tmin = float(mr[:, _TMIN].min())
-        any_failed = bool(mr[:, _ERR].any())
+        err = 1.0 if failed else 0.0
+        vals: list[float] = []
+        for b in payloads:
+            vals += (len(b), local_min, total, err)
+        fmt = self._fmt
+        fmt.pack_into(self._meta_send, 0, *vals)
+        self.comm.Alltoall(self._spec_send, self._spec_recv)
+        got = fmt.unpack_from(self._meta_recv)
+        tmin = min(got[1::4])
+        any_failed = any(got[3::4])
         received: list = []
-        if any_failed or not mr[:, _TOTAL].any():
+        if any_failed or not any(got[2::4]):
             return tmin, any_failed, received
         self.bytes_sent += total
-        scounts = np.array([len(b) for b in payloads], dtype=np.int64)
-        rcounts = mr[:, _BYTES].astype(np.int64)
-        if scounts.max(initial=0) >= 2**31 or rcounts.max(initial=0) >= 2**31:
+        scounts = [len(b) for b in payloads]
+        rcounts = [int(x) for x in got[0::4]]
+        if max(scounts) >= 2**31 or max(rcounts) >= 2**31:
             raise OverflowError("more than 2 GiB of remote events in one window; lower the lookahead or add ranks")
-        sdispl = np.zeros(size, dtype=np.int64)
-        np.cumsum(scounts[:-1], out=sdispl[1:])
-        rdispl = np.zeros(size, dtype=np.int64)
-        np.cumsum(rcounts[:-1], out=rdispl[1:])
-        sendbuf = np.frombuffer(b"".join(payloads), dtype=np.uint8) if total else np.zeros(0, np.uint8)
-        recvbuf = np.empty(int(rcounts.sum()), dtype=np.uint8)
+        sdispl = [0] * size
+        rdispl = [0] * size
+        for j in range(1, size):
+            sdispl[j] = sdispl[j - 1] + scounts[j - 1]
+            rdispl[j] = rdispl[j - 1] + rcounts[j - 1]
+        recvbuf = bytearray(sum(rcounts))
         BYTE = self.MPI.BYTE
-        self.comm.Alltoallv(
-            [sendbuf, (scounts.astype(np.int32), sdispl.astype(np.int32)), BYTE],
-            [recvbuf, (rcounts.astype(np.int32), rdispl.astype(np.int32)), BYTE],
-        )
+        self.comm.Alltoallv([b"".join(payloads), (scounts, sdispl), BYTE], [recvbuf, (rcounts, rdispl), BYTE])
         mv = memoryview(recvbuf)
+        loads = pickle.loads
         for j in range(size):
-            n = int(rcounts[j])
+            n = rcounts[j]
             if n:
-                batch = pickle.loads(mv[int(rdispl[j]) : int(rdispl[j]) + n])
+                batch = loads(mv[rdispl[j] : rdispl[j] + n])
                 self.recv_events += len(batch)
-                received.extend(batch)
+                received += batch
         return tmin, any_failed, received
