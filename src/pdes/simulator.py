@@ -401,6 +401,9 @@ class Simulator:
                 tmin = local_min
             sync_s += _time.perf_counter() - t0
             if tmin >= end:
+                # Like the sequential loop: a run with an end time stops with the clock there.
+                if end < math.inf:
+                    self.now = end
                 break
             windows += 1
             wend = tmin + la
@@ -458,7 +461,7 @@ class Simulator:
         exchange = getattr(self, "_exchange", None)
         sync_s = getattr(self, "_sync_s", 0.0)
         mine = (events, wall - sync_s, sync_s, blocked,
-                exchange.sent_events if exchange else 0, exchange.bytes_sent if exchange else 0)
+                exchange.sent_events if exchange else 0, exchange.bytes_sent if exchange else 0, self.now)
         if self.comm is not None and self.size > 1:
             allv = self.comm.allgather(mine)
         else:
@@ -471,7 +474,10 @@ class Simulator:
         st.blocked = [b for a in allv for b in a[3]]
         st.remote_events = sum(a[4] for a in allv)
         st.remote_bytes = sum(a[5] for a in allv)
-        st.end_time = min(self.now, self.end_time)
+        # The run's final time is the latest clock of any rank (each rank stops at its own
+        # last event when there is no end time), so every rank reports the same value.
+        st.end_time = min(max(a[6] for a in allv), self.end_time)
+        self.now = st.end_time
         if self.comm is not None and self.size > 1:
             wall = self.comm.allreduce(wall, op=_mpi_max())
         st.wall_s = wall

@@ -101,3 +101,16 @@ def test_placement_callable_and_group_consistency_is_checked():
     assert all(sim.rank_of(e.eid) == comm.rank for e in made)
     with pytest.raises(ConfigError, match="group"):
         sim.add_entities(E, 4, name="bad", placement="cyclic", group=lambda i: 0)
+
+
+def test_end_time_is_the_same_on_every_rank():
+    from pdes.examples.phold import PholdParams, run
+
+    comm = _comm()
+    p = PholdParams(n_lps=20, events_per_lp=1, max_hops=5, end_time=1e9, regions=4, remote=0.5)
+    sim, st = run(p, seed=3, comm=comm)
+    ends = comm.allgather((st.end_time, sim.now))
+    assert len(set(ends)) == 1
+    seq_sim, seq_st = run(p, seed=3, comm=None) if comm.rank == 0 else (None, None)
+    if comm.rank == 0:
+        assert st.end_time == seq_st.end_time == seq_sim.now
