@@ -83,7 +83,8 @@ def _pairwise(comm: "Comm", sizes: Sequence[float], items: list, recv_sizes: Seq
     p = comm.size
     rank = comm.rank
     out: list = [None] * p
-    out[rank] = items[rank]
+    if recv_sizes is None or recv_sizes[rank] > 0:
+        out[rank] = items[rank]
     pof2 = is_pof2(p)
     for i in range(1, p):
         if pof2:
@@ -91,7 +92,19 @@ def _pairwise(comm: "Comm", sizes: Sequence[float], items: list, recv_sizes: Seq
         else:
             src = (rank - i) % p
             dst = (rank + i) % p
-        out[src] = sendrecv(comm, dst, sizes[dst], src, tag, items[dst]).data
+        if recv_sizes is None:
+            out[src] = sendrecv(comm, dst, sizes[dst], src, tag, items[dst]).data
+            continue
+        # alltoallv with known receive sizes: pairs of size zero exchange nothing.
+        reqs = []
+        rreq = irecv(comm, src, tag) if recv_sizes[src] > 0 else None
+        if rreq is not None:
+            reqs.append(rreq)
+        if sizes[dst] > 0:
+            reqs.append(isend(comm, dst, sizes[dst], tag, items[dst]))
+        waitall(comm, reqs)
+        if rreq is not None:
+            out[src] = rreq.data
     return out
 
 
