@@ -79,7 +79,7 @@ class MpiOptions:
             try:
                 b = parse_bytes(v, what=name)
             except UnitError as exc:
-                raise AppConfigError(str(exc)) from None
+                raise AppConfigError(f"{name}: {str(exc).split(': ', 1)[-1]}") from None
             if not (b >= 0 and float(b).is_integer()):
                 raise AppConfigError(f"{name} must be a whole number of bytes >= 0, got {v!r}")
             object.__setattr__(self, name, int(b))

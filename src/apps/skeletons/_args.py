@@ -8,12 +8,17 @@ from typing import Any, Sequence
 from models.units import UnitError, parse_bytes, parse_time
 
 
+def _strip(exc: Exception) -> str:
+    """The unit parser's message without its leading 'size: ' / 'time: ' label."""
+    return str(exc).split(": ", 1)[-1]
+
+
 def nbytes(v: Any, name: str) -> float:
     """A size in bytes >= 0 ('64KiB' accepted); whole numbers come back as int."""
     try:
         b = parse_bytes(v, what=name)
     except UnitError as exc:
-        raise ValueError(str(exc)) from None
+        raise ValueError(f"{name}: {_strip(exc)}") from None
     if not (b >= 0 and math.isfinite(b)):
         raise ValueError(f"{name} must be a size in bytes >= 0, got {v!r}")
     return int(b) if float(b).is_integer() else b
@@ -24,7 +29,7 @@ def seconds(v: Any, name: str) -> float:
     try:
         t = parse_time(v, what=name)
     except UnitError as exc:
-        raise ValueError(str(exc)) from None
+        raise ValueError(f"{name}: {_strip(exc)}") from None
     if not (t >= 0 and math.isfinite(t)):
         raise ValueError(f"{name} must be a duration >= 0 seconds, got {v!r}")
     return t
