@@ -51,7 +51,7 @@ class AppInfo:
         per_rank: True for apps run as one process per rank; False for job-level apps.
         params: ``(name, default)`` of every keyword parameter (``REQUIRED`` if none).
         var_kw: the function accepts ``**kwargs`` (any argument name is valid).
-        summary: the first line of the function's docstring.
+        summary: the first paragraph of the function's docstring, on one line.
         validate: optional check ``validate(size, **args)`` run before the simulation.
     """
 
@@ -113,7 +113,7 @@ def app(name: str, *, per_rank: bool = True, validate: Callable[..., Any] | None
         doc = inspect.getdoc(fn) or ""
         _APPS[name] = AppInfo(
             name=name, fn=fn, per_rank=bool(per_rank), params=tuple(params), var_kw=var_kw,
-            summary=doc.splitlines()[0] if doc else "", validate=validate,
+            summary=" ".join(doc.split("\n\n")[0].split()).replace("``", ""), validate=validate,
         )
         return fn
 

@@ -205,9 +205,22 @@ def run_app(
         app=app, args=args, machine=m.name, network=config.model, ranks=ranks, ranks_per_node=rpn, nodes=nodes,
         rank_nodes=rank_nodes, start=rec.start, end=rec.end, runtime=rec.runtime, bytes_sent=rec.bytes_sent,
         messages=rec.messages, network_bytes=jb, hop_bytes=netstats.job_hop_bytes.get(JOB_ID, 0.0),
-        intra_node_messages=netstats.intra_node_messages, hot_links=netstats.hot_links(topo, hot_links),
+        intra_node_messages=netstats.intra_node_messages, hot_links=_hot_links(netstats, topo, hot_links),
         events=st.events, wall_s=st.wall_s, sim_ranks=st.ranks, net=netstats, stats=st,
     )
+
+
+def _hot_links(netstats: NetworkStats, topo: Any, k: int) -> list[dict[str, Any]]:
+    """The k busiest network links, with their endpoints and kind named."""
+    from models.topology.base import KIND_NAMES
+
+    n = topo.n_nodes
+    out = netstats.hot_links(topo, k)
+    for h in out:
+        h["from"] = f"node {h['src']}" if h["src"] < n else f"router {h['src'] - n}"
+        h["to"] = f"node {h['dst']}" if h["dst"] < n else f"router {h['dst'] - n}"
+        h["kind"] = KIND_NAMES[int(topo.link_kind[h["link"]])]
+    return out
 
 
 def _shared_record(sim: Simulator, mgr: JobManager | None) -> JobRecord:
