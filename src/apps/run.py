@@ -49,7 +49,8 @@ class AppResult:
     ``runtime`` is the last rank's end minus the first rank's start. ``bytes_sent`` counts
     every byte the job's MPI layer sent (data and rendezvous control messages, intra-node
     copies included); ``network_bytes`` and ``hop_bytes`` count what crossed the network.
-    ``hot_links`` are the busiest network links (NIC links left out).
+    ``hot_links`` are the busiest network links (NIC links left out); their utilization, like
+    ``net.link_utilization``, is busy time over the app's runtime.
     """
 
     app: str
@@ -200,6 +201,9 @@ def run_app(
     rec = _shared_record(sim, mgr)
     states = _gather_states(sim, net)
     _raise_failures(rec, states, sim, end_time)
+    # Utilization is busy time over the app's runtime (every link carries the job's traffic
+    # only within it); the same figure on every parallel rank.
+    netstats.duration = rec.runtime
     jb = netstats.job_bytes.get(JOB_ID, 0.0)
     return AppResult(
         app=app, args=args, machine=m.name, network=config.model, ranks=ranks, ranks_per_node=rpn, nodes=nodes,
