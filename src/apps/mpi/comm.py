@@ -230,7 +230,7 @@ class Comm:
         above it, once the receiver has matched and the data has left)."""
         dest = self._peer(dest, "dest")
         tag = self._tag(tag, False)
-        if not nbytes >= 0:
+        if not (nbytes.__class__ is int or nbytes.__class__ is float) or not nbytes >= 0:
             check_nbytes("send", nbytes)
         if dest == PROC_NULL:
             return
@@ -244,7 +244,7 @@ class Comm:
         """Start a send; returns its request."""
         dest = self._peer(dest, "dest")
         tag = self._tag(tag, False)
-        if not nbytes >= 0:
+        if not (nbytes.__class__ is int or nbytes.__class__ is float) or not nbytes >= 0:
             check_nbytes("isend", nbytes)
         if dest == PROC_NULL:
             return self._null(0, dest, tag)

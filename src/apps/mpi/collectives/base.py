@@ -190,5 +190,8 @@ def check_list(what: str, data: Any, p: int) -> list:
 
 
 def check_nbytes(what: str, nbytes: Any) -> None:
-    if not (isinstance(nbytes, (int, float, np.integer, np.floating)) and nbytes >= 0):
+    if isinstance(nbytes, str):
+        raise MpiError(f"{what}: the size must be a number of bytes, got the string {nbytes!r} "
+                       "(convert sizes with units once, e.g. models.units.parse_bytes)")
+    if isinstance(nbytes, bool) or not (isinstance(nbytes, (int, float, np.integer, np.floating)) and nbytes >= 0):
         raise MpiError(f"{what}: the size must be a number of bytes >= 0, got {nbytes!r}")
