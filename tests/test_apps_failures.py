@@ -99,7 +99,6 @@ def test_probe_and_waitall_deadlocks_name_the_pending_requests():
 
 
 def test_the_kernel_lists_the_same_blocked_processes():
-    from apps.run import _raise_failures  # noqa: F401  (the kernel view is independent)
     from models.network import Network, NetworkConfig, network_lookahead
     from models.node_model import NodeModel
     from pdes import Simulator

@@ -14,7 +14,7 @@ No node may get more than ``ranks_per_node`` ranks.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, Union
+from typing import Callable, Sequence, Union
 
 import numpy as np
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -33,9 +33,6 @@ from ..errors import MpiError
 from . import collectives as coll
 from .collectives.base import check_list, check_nbytes, resolve_op
 from .p2p import ANY_SOURCE, ANY_TAG, PROC_NULL, RECV, Endpoint, Request, Status
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
 
 __all__ = ["CartComm", "Comm", "dims_create", "HALO_TAG"]
 

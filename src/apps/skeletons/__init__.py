@@ -13,4 +13,6 @@ alltoall          bulk all-to-all
 ================  ================================================================
 """
 
-from . import allreduce, alltoall, pairs, simple, stencil, sub_a2a, timekeeper, unstr_mesh  # noqa: F401
+from . import allreduce, alltoall, pairs, simple, stencil, sub_a2a, timekeeper, unstr_mesh
+
+__all__ = ["allreduce", "alltoall", "pairs", "simple", "stencil", "sub_a2a", "timekeeper", "unstr_mesh"]

@@ -13,7 +13,7 @@ With n bytes per pair and T(m) the time of one m-byte message:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .base import TAG_ALLTOALL, TAG_ALLTOALLV, irecv, is_pof2, isend, sendrecv, waitall
 

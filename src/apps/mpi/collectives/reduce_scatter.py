@@ -74,10 +74,10 @@ def recursive_halving(comm: "Comm", counts: Sequence[float] | float, items: list
             dst = newdst * 2 + 1 if newdst < rem else newdst + rem
             if newrank < newdst:
                 send_idx = recv_idx + mask
-                s0, s1, r0, r1 = send_idx, last_idx, recv_idx, send_idx
+                s0, s1 = send_idx, last_idx  # keep [recv_idx, send_idx)
             else:
                 recv_idx = send_idx + mask
-                s0, s1, r0, r1 = send_idx, recv_idx, recv_idx, last_idx
+                s0, s1 = send_idx, recv_idx  # keep [recv_idx, last_idx)
             payload = None
             if has:
                 payload = [(o, items[o]) for b in range(s0, s1) for o in _blocks_of(b, rem)]
