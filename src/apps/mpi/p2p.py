@@ -127,7 +127,7 @@ class Endpoint:
         "node", "js", "w", "job", "rank_nodes", "eager", "ctrl", "net_send", "proc",
         "posted", "wild", "unexp", "aseq", "pseq", "sseq", "rseq", "held", "rdv", "next_id",
         "n_wait", "waiting", "probing", "coll", "bytes_sent", "msgs_sent", "done", "end",
-        "sleeping_until", "_rng", "world", "rdv_out",
+        "sleeping_until", "_rng", "world", "rdv_out", "_descs",
     )
 
     def __init__(self, node: Any, js: Any, world_rank: int):
@@ -162,6 +162,7 @@ class Endpoint:
         self._rng: random.Random | None = None
         self.world: Any = None
         self.rdv_out = 0  # rendezvous sends whose data left but whose on_sent is pending
+        self._descs: dict[tuple, str] = {}
 
     # -- sending ------------------------------------------------------------------------
     def send(self, comm: "Comm", ctx: int, src_c: int, dest_c: int, dst_w: int, nbytes: int, tag: int,
@@ -359,13 +360,22 @@ class Endpoint:
             if n == 0:
                 self.proc.resume(req)
 
+    def _describe(self, req: Request) -> str:
+        """``req``'s description for ``Process.waiting_for``, prefixed with the collective
+        in progress; cached, since a rank blocks on the same kinds of request again and again."""
+        key = (req.comm, req.kind, req.peer, req.tag, req.nbytes if req.kind == SEND else 0, self.coll)
+        d = self._descs.get(key)
+        if d is None:
+            d = self._descs[key] = self.coll + req.describe()
+        return d
+
     def wait1(self, req: Request) -> None:
         """Block the rank (the calling process) until ``req`` completes."""
         req.watched = True
         self.n_wait = 1
         proc = self.proc
         self.waiting = req
-        proc.waiting_for = self.coll + req.describe()
+        proc.waiting_for = self._describe(req)
         proc.hibernate()
         self.waiting = None
 
@@ -380,7 +390,9 @@ class Endpoint:
             self.n_wait = n
             self.waiting = reqs
             proc = self.proc
-            proc.waiting_for = self.coll + "waitall(" + "; ".join(r.describe() for r in reqs if not r.done) + ")"
+            pending = [r for r in reqs if not r.done]
+            proc.waiting_for = (self._describe(pending[0]) if len(pending) == 1
+                                else self.coll + "waitall(" + "; ".join(r.describe() for r in pending) + ")")
             proc.hibernate()
             self.waiting = None
 
