@@ -83,18 +83,24 @@ def test_a_collective_not_called_by_every_rank_is_reported_with_its_algorithm():
 @app("t-probe-forever")
 def _probe_forever(mpi):
     if mpi.rank == 0:
+        mpi.compute(1e-3)
+        mpi.send(1, 8, tag=1)
         mpi.probe(1, 5)
-    else:
+    elif mpi.rank == 1:
         req = mpi.irecv(0, 1)
-        mpi.waitall([req, mpi.irecv(0, 2)])
+        mpi.waitall([req, mpi.irecv(0, 2), mpi.irecv(0, 3)])
+    else:
+        mpi.waitany([mpi.irecv(0, 4), mpi.irecv(1, 4)])
 
 
-def test_probe_and_waitall_deadlocks_name_the_pending_requests():
+def test_probe_waitall_and_waitany_deadlocks_name_the_pending_requests():
     with pytest.raises(DeadlockError) as ei:
-        run("t-probe-forever", ranks=2)
+        run("t-probe-forever", ranks=3)
     assert ei.value.blocked == [
         (0, 0, "probe(source=1, tag=5, comm=world)"),
-        (1, 1, "waitall(recv(source=0, tag=1, comm=world); recv(source=0, tag=2, comm=world))"),
+        # the tag-1 receive completed while rank 1 waited: only the pending ones are listed
+        (1, 1, "waitall(recv(source=0, tag=2, comm=world); recv(source=0, tag=3, comm=world))"),
+        (2, 2, "waitany(recv(source=0, tag=4, comm=world); recv(source=1, tag=4, comm=world))"),
     ]
 
 

@@ -151,7 +151,7 @@ class Endpoint:
         self.rdv: dict[int, Request] = {}
         self.next_id = 0
         self.n_wait = 0
-        self.waiting: Any = None
+        self.waiting: Any = None  # Request (wait), list (waitall), tuple (waitany), "probe"
         self.probing: tuple[int, int, int] | None = None
         self.coll = ""
         self.bytes_sent = 0
@@ -379,6 +379,12 @@ class Endpoint:
         proc.hibernate()
         self.waiting = None
 
+    def _describe_all(self, reqs: list[Request]) -> str:
+        pending = [r for r in reqs if not r.done]
+        if len(pending) == 1:
+            return self._describe(pending[0])
+        return self.coll + "waitall(" + "; ".join(r.describe() for r in pending) + ")"
+
     def wait_all(self, reqs: list[Request]) -> None:
         """Block until every request of ``reqs`` has completed."""
         n = 0
@@ -390,9 +396,7 @@ class Endpoint:
             self.n_wait = n
             self.waiting = reqs
             proc = self.proc
-            pending = [r for r in reqs if not r.done]
-            proc.waiting_for = (self._describe(pending[0]) if len(pending) == 1
-                                else self.coll + "waitall(" + "; ".join(r.describe() for r in pending) + ")")
+            proc.waiting_for = self._describe_all(reqs)
             proc.hibernate()
             self.waiting = None
 
@@ -404,7 +408,7 @@ class Endpoint:
         for r in reqs:
             r.watched = True
         self.n_wait = 1
-        self.waiting = reqs
+        self.waiting = tuple(reqs)
         proc = self.proc
         proc.waiting_for = self.coll + "waitany(" + "; ".join(r.describe() for r in reqs) + ")"
         got = proc.hibernate()
@@ -422,13 +426,15 @@ class Endpoint:
         s = "ANY_SOURCE" if src == ANY_SOURCE else src
         t = "ANY_TAG" if tag == ANY_TAG else tag
         self.proc.waiting_for = f"probe(source={s}, tag={t}, comm={comm.name})"
-        self.waiting = self.probing
+        self.waiting = "probe"
         st = self.proc.hibernate()
         self.waiting = None
         return st
 
     def blocked_on(self) -> str:
-        """What this rank is blocked on (for reports after a run)."""
+        """What this rank is blocked on (for reports after a run). For a waitall it lists the
+        requests still pending now; ``Process.waiting_for`` keeps the text set when the rank
+        blocked (updating it at every completion would cost O(k^2) for k requests)."""
         if self.done:
             return "finished"
         w = self.waiting
@@ -437,10 +443,7 @@ class Endpoint:
                 return f"compute (until t={self.sleeping_until!r})"
             return "running"
         if isinstance(w, Request):
-            return self.coll + w.describe()
-        if isinstance(w, tuple):
-            ctx, src, tag = w
-            return self.proc.waiting_for if self.proc is not None else f"probe(source={src}, tag={tag})"
-        pending = [r.describe() for r in w if not r.done]
-        return self.coll + "waitall(" + "; ".join(pending) + ")"
-
+            return self._describe(w)
+        if isinstance(w, list):
+            return self._describe_all(w)
+        return self.proc.waiting_for  # waitany, probe: fixed while blocked
