@@ -86,7 +86,9 @@ _APPS: dict[str, AppInfo] = {}
 _BUILTINS_LOADED = False
 
 
-def app(name: str, *, per_rank: bool = True, validate: Callable[..., Any] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def app(
+    name: str, *, per_rank: bool = True, validate: Callable[..., Any] | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as app ``name`` (see the module docstring)."""
     if not isinstance(name, str) or not name:
         raise AppConfigError(f"app name must be a non-empty string, got {name!r}")

@@ -1,4 +1,4 @@
-"""Helpers for testing apps and for closed-form checks: a machine where all nodes are
+"""Tools for testing apps and for closed-form checks: a machine where all nodes are
 equidistant (one switch), and the per-message time of a path without contention.
 
 On :func:`switch_machine` every pair of distinct nodes is joined by the same two links

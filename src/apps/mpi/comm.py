@@ -493,7 +493,8 @@ class Comm:
             raise MpiError(f"cart_create: dims must be integers >= 1, got {dims}")
         n = math.prod(dims)
         if n > self.size:
-            raise MpiError(f"cart_create: a {'x'.join(map(str, dims))} grid needs {n} ranks, communicator {self.name} has {self.size}")
+            raise MpiError(f"cart_create: a {'x'.join(map(str, dims))} grid needs {n} ranks, "
+                           f"communicator {self.name} has {self.size}")
         if isinstance(periods, (bool, np.bool_)):
             periods = (bool(periods),) * len(dims)
         else:

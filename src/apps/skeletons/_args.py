@@ -1,4 +1,4 @@
-"""Argument helpers shared by the skeletons: sizes and times accept unit strings."""
+"""Argument parsing shared by the skeletons: sizes and times accept unit strings."""
 
 from __future__ import annotations
 

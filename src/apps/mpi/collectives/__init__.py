@@ -111,7 +111,9 @@ def auto(coll: str, p: int, nbytes: float, builtin_op: bool = True) -> str:
     return "binomial"  # gather, scatter
 
 
-def pick(comm: "Comm", coll: str, nbytes: float, algorithm: str | None, builtin_op: bool = True) -> tuple[str, Callable[..., Any]]:
+def pick(
+    comm: "Comm", coll: str, nbytes: float, algorithm: str | None, builtin_op: bool = True
+) -> tuple[str, Callable[..., Any]]:
     """(name, function) of the algorithm to run: per call, else per job, else MPICH's choice."""
     algs = COLLECTIVES[coll]
     name = algorithm

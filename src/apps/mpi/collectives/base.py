@@ -1,4 +1,4 @@
-"""Helpers shared by the collective algorithms: point-to-point on the collective context,
+"""Building blocks shared by the collective algorithms: point-to-point on the collective context,
 reduction operators and the splitting of data into segments.
 
 Collectives run on a communicator's *collective context* (its point-to-point context + 1),
