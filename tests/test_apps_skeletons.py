@@ -92,8 +92,10 @@ def test_skeleton_arguments_are_checked_before_the_run():
         run_app("tiny-torus", "timekeeper", 4, comm=None)
     with pytest.raises(AppConfigError, match=r"has no parameter 'bytes'; parameters: ring\(iters=10, nbytes=65536"):
         run_app("tiny-torus", "ring", 4, bytes=10, comm=None)
-    with pytest.raises(AppConfigError, match="cannot parse"):
+    with pytest.raises(AppConfigError, match="nbytes: cannot parse 'lots'"):
         run_app("tiny-torus", "ring", 4, nbytes="lots", comm=None)
+    with pytest.raises(AppConfigError, match="algorithm 'ring' is not one of allreduce's: auto, recursive_doubling"):
+        run_app("tiny-torus", "allreduce", 4, algorithm="ring", comm=None)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 16, 100, 1000])

@@ -42,6 +42,14 @@ def count(v: Any, name: str, lo: int = 0) -> int:
     return v
 
 
+def algorithm(v: Any, coll: str) -> None:
+    """A collective algorithm name for ``coll`` (None: MPICH's choice)."""
+    from ..mpi.collectives import COLLECTIVES
+
+    if v is not None and v != "auto" and v not in COLLECTIVES[coll]:
+        raise ValueError(f"algorithm {v!r} is not one of {coll}'s: auto, {', '.join(COLLECTIVES[coll])}")
+
+
 def grid(v: Any, ndims: int | None, size: int, name: str = "grid") -> tuple[int, ...] | None:
     """A process grid given as a sequence of ints (or 'AxBxC'); None stays None."""
     if v is None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..registry import app
-from ._args import count, nbytes as _nbytes, seconds
+from ._args import algorithm as _algorithm, count, nbytes as _nbytes, seconds
 
 
 def _check(size: int, *, iters: int, nbytes: Any, compute_s: Any, algorithm: str | None) -> None:
     count(iters, "iters")
     _nbytes(nbytes, "nbytes")
     seconds(compute_s, "compute_s")
+    _algorithm(algorithm, "alltoall")
 
 
 @app("alltoall", validate=_check)

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..mpi.comm import dims_create
 from ..registry import app
-from ._args import count, grid as _grid, nbytes as _nbytes, seconds
+from ._args import algorithm as _algorithm, count, grid as _grid, nbytes as _nbytes, seconds
 
 _AXES = "xyz"
 
@@ -29,6 +29,7 @@ def _check(size: int, *, grid: Any, along: Any, nbytes: Any, iters: int, compute
     _nbytes(nbytes, "nbytes")
     count(iters, "iters")
     seconds(compute_s, "compute_s")
+    _algorithm(algorithm, "alltoall")
 
 
 @app("sub-a2a", validate=_check)
