@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Simulated MPI speed: an allreduce of 1 KiB on 8,192 ranks (one per node) of the Cielo preset.
+
+Configurations, each run ``--rounds`` times, interleaved, in fresh processes:
+
+* ``ideal``: the ideal network model, sequential -- the named baseline (no routers, no
+  contention: the same MPI traffic with the cheapest transport);
+* ``packet``: the packet model, sequential (the goal: under 60 s on a 2-core machine);
+* ``packet P=2``: the packet model under ``mpirun -n 2``.
+
+Wall time is the simulation run (``Simulator.run``, the slowest rank); ``setup`` is building
+the machine, the network and the job. Events per second = simulated events / run wall time.
+The table gives medians; the ratios compare medians. The P=2 run must reproduce the
+sequential packet run exactly (runtime, events, bytes): the JSON says whether it did.
+
+Usage: ``python scripts/bench_apps.py [--ranks 8192] [--nbytes 1024] [--iters 1] [--rounds 3]``.
+The last line of output is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+sys.path.insert(0, SRC)
+
+
+def worker(a: argparse.Namespace) -> None:
+    """One measurement in this process; prints one JSON line (rank 0 only)."""
+    t0 = time.perf_counter()
+    from apps import run_app
+    from models.presets import get_machine
+    from pdes.parallel import world_comm
+
+    comm = world_comm()
+    machine = get_machine(a.machine)
+    res = run_app(machine, "allreduce", a.ranks, ranks_per_node=1, network=a.network, seed=a.seed, comm=comm,
+                  iters=a.iters, nbytes=a.nbytes)
+    total = time.perf_counter() - t0
+    if comm is not None and comm.rank != 0:
+        return
+    print(json.dumps({
+        "network": a.network, "sim_ranks": res.sim_ranks, "wall_s": res.wall_s, "total_s": total,
+        "setup_s": total - res.wall_s, "events": res.events, "runtime": res.runtime, "bytes_sent": res.bytes_sent,
+        "messages": res.messages, "windows": res.stats.windows, "remote_events": res.stats.remote_events,
+    }))
+
+
+def mpirun() -> str:
+    exe = shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
+    if exe is None:
+        sys.exit("bench_apps: mpirun not found; pip install '.[mpi]'")
+    return exe
+
+
+def run_one(network: str, procs: int, a: argparse.Namespace) -> dict:
+    args = [os.path.abspath(__file__), "--worker", "--network", network, "--machine", a.machine, "--ranks", str(a.ranks),
+            "--nbytes", str(a.nbytes), "--iters", str(a.iters), "--seed", str(a.seed)]
+    cmd = [sys.executable, *args] if procs == 1 else [mpirun(), "-n", str(procs), sys.executable, *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    if out.returncode != 0:
+        sys.exit(f"bench_apps: {' '.join(cmd)} failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--machine", default="cielo")
+    ap.add_argument("--ranks", type=int, default=8192)
+    ap.add_argument("--nbytes", type=int, default=1024)
+    ap.add_argument("--iters", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--no-parallel", action="store_true", help="skip the mpirun -n 2 configuration")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--network", default="packet", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker:
+        worker(a)
+        return
+    configs = [("ideal", "ideal", 1), ("packet", "packet", 1)]
+    if not a.no_parallel:
+        configs.append(("packet P=2", "packet", 2))
+    runs: dict[str, list[dict]] = {name: [] for name, _, _ in configs}
+    for rnd in range(a.rounds):
+        for name, network, procs in configs:
+            r = run_one(network, procs, a)
+            runs[name].append(r)
+            print(f"  round {rnd + 1}/{a.rounds} {name:>11}: {r['events']:>9} events, run {r['wall_s']:7.2f} s, "
+                  f"set-up {r['setup_s']:5.2f} s", file=sys.stderr)
+    med = {k: {f: statistics.median(x[f] for x in v) for f in ("wall_s", "setup_s", "total_s")} for k, v in runs.items()}
+    last = {k: v[-1] for k, v in runs.items()}
+    rate = {k: last[k]["events"] / med[k]["wall_s"] for k in runs}
+    cores = os.cpu_count() or 1
+    print(f"allreduce of {a.nbytes} B x {a.iters} on {a.ranks} ranks (one per node) of {a.machine}; "
+          f"median of {a.rounds} rounds; {cores} cores")
+    hdr = f"{'config':<12}{'events':>10}{'run s':>9}{'set-up s':>10}{'events/s':>12}{'vs ideal':>10}{'sim runtime':>14}"
+    print(hdr)
+    print("-" * len(hdr))
+    rows = {}
+    for k in runs:
+        r = last[k]
+        vs = med[k]["wall_s"] / med["ideal"]["wall_s"]
+        print(f"{k:<12}{r['events']:>10}{med[k]['wall_s']:>9.2f}{med[k]['setup_s']:>10.2f}{rate[k]:>12,.0f}"
+              f"{vs:>10.2f}{r['runtime'] * 1e6:>11.3f} us")
+        rows[k] = {"events": r["events"], "wall_s": round(med[k]["wall_s"], 3), "setup_s": round(med[k]["setup_s"], 3),
+                   "events_per_s": round(rate[k]), "wall_vs_ideal": round(vs, 3), "sim_runtime_s": r["runtime"],
+                   "bytes_sent": r["bytes_sent"], "messages": r["messages"]}
+    out = {"bench": "apps", "app": "allreduce", "machine": a.machine, "ranks": a.ranks, "nbytes": a.nbytes,
+           "iters": a.iters, "rounds": a.rounds, "cores": cores, "baseline": "ideal", "results": rows,
+           "packet_vs_ideal_wall": rows["packet"]["wall_vs_ideal"], "goal_s": 60.0,
+           "packet_under_goal": med["packet"]["wall_s"] < 60.0}
+    if "packet P=2" in runs:
+        p2 = last["packet P=2"]
+        same = all(p2[f] == last["packet"][f] for f in ("runtime", "events", "bytes_sent", "messages"))
+        sp = med["packet"]["wall_s"] / med["packet P=2"]["wall_s"]
+        print(f"\nP=2 runs the packet model {sp:.2f}x as fast as the sequential run "
+              f"({p2['windows']} windows, {p2['remote_events']} remote events); results identical: {same}")
+        out["p2_speedup_vs_sequential"] = round(sp, 3)
+        out["p2_identical"] = same
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

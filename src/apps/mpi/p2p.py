@@ -1,0 +1,449 @@
+"""Point-to-point messaging of one rank: matching, ordering, eager and rendezvous protocols.
+
+Every rank of a job has one :class:`Endpoint` on the node entity that hosts it. The endpoint
+sends through the node's NIC (:meth:`models.network.NetworkNode.net_send`) and is handed the
+messages the node receives for it.
+
+Matching (MPI semantics)
+    A message carries the envelope (context, source rank in the communicator, tag). A receive
+    names (context, source or ``ANY_SOURCE``, tag or ``ANY_TAG``). An arriving message matches
+    the *earliest posted* receive that accepts it, else it waits in the unexpected queue; a new
+    receive takes the *earliest arrived* unexpected message it accepts. Posted receives with
+    exact source and tag live in deques keyed by ``(context, source, tag)``; those with a
+    wildcard live in one list in posting order (short in practice). Unexpected messages live
+    in deques keyed the same way, tagged with their arrival number.
+
+Non-overtaking
+    The network may reorder two messages of one sender (a small message can pass a large one
+    whose chunks are still in flight, or take another route). MPI forbids that for matching,
+    so every envelope carries a per (sender, receiver) sequence number and the receiver
+    matches envelopes strictly in that order, holding early ones back.
+
+Protocols
+    Up to the eager threshold (default 64 KiB) the data travels with the envelope and the send
+    completes at once (the library buffers it). Above it the sender sends a control message
+    (RTS, ``ctrl_bytes`` long, default 64); the receiver, once it has matched the RTS to a
+    receive, answers with a CTS control message; the sender then sends the data and its
+    request completes when the data has left its NIC (``on_sent``); the receive completes when
+    the data has arrived. Control messages are real messages that cross the network.
+
+Payloads on the wire are plain tuples (first field the kind)::
+
+    EAGER (0, dst, src, seq, ctx, src_in_comm, tag, nbytes, data)
+    RTS   (1, dst, src, seq, ctx, src_in_comm, tag, nbytes, send_request_id)
+    CTS   (2, dst, send_request_id, recv_request_id, receiver)
+    DATA  (3, dst, recv_request_id, data, sender, send_request_id)
+
+where ``dst``/``src``/``sender``/``receiver`` are world ranks of the job.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .comm import Comm
+
+__all__ = ["ANY_SOURCE", "ANY_TAG", "PROC_NULL", "Endpoint", "Request", "Status"]
+
+#: Wildcards of receives and probes.
+ANY_SOURCE = -1
+ANY_TAG = -1
+#: The null process: sends to it and receives from it complete at once and move no data.
+PROC_NULL = -2
+
+EAGER, RTS, CTS, DATA = 0, 1, 2, 3
+SEND, RECV = 0, 1
+
+
+class Request:
+    """A pending or completed send or receive (``isend``/``irecv``).
+
+    A completed receive doubles as its status: ``source`` (rank in the communicator),
+    ``tag``, ``nbytes`` and ``data`` (the payload object the sender attached, or None).
+    """
+
+    __slots__ = ("ep", "kind", "done", "watched", "ctx", "source", "tag", "nbytes", "data", "comm", "pseq", "peer")
+
+    def __init__(self, ep: "Endpoint", kind: int, comm: "Comm", ctx: int, peer: int, tag: int, nbytes: int, data: Any):
+        self.ep = ep
+        self.kind = kind
+        self.done = False
+        self.watched = False
+        self.comm = comm
+        self.ctx = ctx
+        self.peer = peer
+        self.source = peer
+        self.tag = tag
+        self.nbytes = nbytes
+        self.data = data
+        self.pseq = 0
+
+    def test(self) -> bool:
+        """True once the request has completed (never blocks, never advances time)."""
+        return self.done
+
+    def wait(self) -> "Request":
+        """Block until the request completes; returns it (the status)."""
+        if not self.done:
+            self.ep.wait1(self)
+        return self
+
+    def describe(self) -> str:
+        """What the request waits for, for deadlock reports."""
+        name = self.comm.name if self.comm is not None else "?"
+        if self.kind == RECV:
+            src = "ANY_SOURCE" if self.peer == ANY_SOURCE else self.peer
+            tag = "ANY_TAG" if self.tag == ANY_TAG else self.tag
+            return f"recv(source={src}, tag={tag}, comm={name})"
+        return f"send(dest={self.peer}, tag={self.tag}, {self.nbytes} bytes, comm={name}; rendezvous: waiting for the receiver)"
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else "pending"
+        return f"<Request {self.describe()} {state}>"
+
+
+class Status:
+    """The envelope of a probed message: ``source``, ``tag``, ``nbytes`` (data not received)."""
+
+    __slots__ = ("source", "tag", "nbytes", "data")
+
+    def __init__(self, source: int, tag: int, nbytes: int, data: Any = None):
+        self.source = source
+        self.tag = tag
+        self.nbytes = nbytes
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"Status(source={self.source}, tag={self.tag}, nbytes={self.nbytes})"
+
+
+class Endpoint:
+    """The MPI library state of one rank (see the module docstring)."""
+
+    __slots__ = (
+        "node", "js", "w", "job", "rank_nodes", "eager", "ctrl", "net_send", "proc",
+        "posted", "wild", "unexp", "aseq", "pseq", "sseq", "rseq", "held", "rdv", "next_id",
+        "n_wait", "waiting", "probing", "coll", "bytes_sent", "msgs_sent", "done", "end",
+        "sleeping_until", "_rng", "world", "rdv_out", "_descs",
+    )
+
+    def __init__(self, node: Any, js: Any, world_rank: int):
+        self.node = node
+        self.js = js
+        self.w = world_rank
+        self.job = js.job
+        self.rank_nodes = js.rank_nodes
+        self.eager = js.eager
+        self.ctrl = js.ctrl
+        self.net_send = node.net_send
+        self.proc = None
+        self.posted: dict[tuple[int, int, int], deque] = {}
+        self.wild: list[Request] = []
+        self.unexp: dict[tuple[int, int, int], deque] = {}
+        self.aseq = 0
+        self.pseq = 0
+        self.sseq: dict[int, int] = {}
+        self.rseq: dict[int, int] = {}
+        self.held: dict[tuple[int, int], tuple] = {}
+        self.rdv: dict[int, Request] = {}
+        self.next_id = 0
+        self.n_wait = 0
+        self.waiting: Any = None  # Request (wait), list (waitall), tuple (waitany), "probe"
+        self.probing: tuple[int, int, int] | None = None
+        self.coll = ""
+        self.bytes_sent = 0
+        self.msgs_sent = 0
+        self.done = False
+        self.end = 0.0
+        self.sleeping_until = -1.0
+        self._rng: random.Random | None = None
+        self.world: Any = None
+        self.rdv_out = 0  # rendezvous sends whose data left but whose on_sent is pending
+        self._descs: dict[tuple, str] = {}
+
+    # -- sending ------------------------------------------------------------------------
+    def send(self, comm: "Comm", ctx: int, src_c: int, dest_c: int, dst_w: int, nbytes: int, tag: int,
+             data: Any, want: bool) -> Request | None:
+        """Start a send; returns its request (None for a completed eager send when ``want`` is False)."""
+        sseq = self.sseq
+        seq = sseq.get(dst_w, 0)
+        sseq[dst_w] = seq + 1
+        self.msgs_sent += 1
+        if nbytes <= self.eager:
+            self.bytes_sent += nbytes
+            self.net_send(self.rank_nodes[dst_w], nbytes, (EAGER, dst_w, self.w, seq, ctx, src_c, tag, nbytes, data), self.job)
+            if not want:
+                return None
+            req = Request(self, SEND, comm, ctx, dest_c, tag, nbytes, data)
+            req.done = True
+            return req
+        req = Request(self, SEND, comm, ctx, dest_c, tag, nbytes, data)
+        rid = self.next_id
+        self.next_id = rid + 1
+        self.rdv[rid] = req
+        c = self.ctrl
+        self.bytes_sent += c
+        self.net_send(self.rank_nodes[dst_w], c, (RTS, dst_w, self.w, seq, ctx, src_c, tag, nbytes, rid), self.job)
+        return req
+
+    # -- receiving ----------------------------------------------------------------------
+    def recv(self, comm: "Comm", ctx: int, src: int, tag: int) -> Request:
+        """Post a receive; it may complete at once from the unexpected queue."""
+        req = Request(self, RECV, comm, ctx, src, tag, 0, None)
+        if self.unexp:
+            p = self._take_unexpected(ctx, src, tag)
+            if p is not None:
+                self._matched(req, p)
+                return req
+        req.pseq = self.pseq
+        self.pseq += 1
+        if src >= 0 and tag >= 0:
+            key = (ctx, src, tag)
+            q = self.posted.get(key)
+            if q is None:
+                self.posted[key] = deque((req,))
+            else:
+                q.append(req)
+        else:
+            self.wild.append(req)
+        return req
+
+    def _take_unexpected(self, ctx: int, src: int, tag: int) -> tuple | None:
+        unexp = self.unexp
+        if src >= 0 and tag >= 0:
+            key = (ctx, src, tag)
+            q = unexp.get(key)
+            if not q:
+                return None
+            e = q.popleft()
+            if not q:
+                del unexp[key]
+            return e[1]
+        bkey = self._find_unexpected(ctx, src, tag)
+        if bkey is None:
+            return None
+        q = unexp[bkey]
+        e = q.popleft()
+        if not q:
+            del unexp[bkey]
+        return e[1]
+
+    def _find_unexpected(self, ctx: int, src: int, tag: int) -> tuple[int, int, int] | None:
+        """Key of the earliest-arrived unexpected message that (ctx, src, tag) accepts."""
+        best = -1
+        bkey = None
+        for key, q in self.unexp.items():
+            if key[0] == ctx and (src < 0 or key[1] == src) and (tag < 0 or key[2] == tag):
+                a = q[0][0]
+                if bkey is None or a < best:
+                    best = a
+                    bkey = key
+        return bkey
+
+    def peek(self, ctx: int, src: int, tag: int) -> Status | None:
+        """The envelope of the earliest unexpected message (ctx, src, tag) accepts, not removed."""
+        if not self.unexp:
+            return None
+        if src >= 0 and tag >= 0:
+            q = self.unexp.get((ctx, src, tag))
+            p = q[0][1] if q else None
+        else:
+            k = self._find_unexpected(ctx, src, tag)
+            p = self.unexp[k][0][1] if k is not None else None
+        if p is None:
+            return None
+        return Status(p[5], p[6], p[7], p[8] if p[0] == EAGER else None)
+
+    # -- arrivals (called by the node entity, in event context) ----------------------------
+    def arrive(self, p: tuple) -> None:
+        """An envelope (EAGER or RTS) arrived: match it in the sender's order."""
+        src_w = p[2]
+        rseq = self.rseq
+        exp = rseq.get(src_w, 0)
+        if p[3] != exp:
+            self.held[(src_w, p[3])] = p
+            return
+        rseq[src_w] = exp + 1
+        self._incoming(p)
+        held = self.held
+        if held:
+            while True:
+                exp += 1
+                nxt = held.pop((src_w, exp), None)
+                if nxt is None:
+                    break
+                rseq[src_w] = exp + 1
+                self._incoming(nxt)
+
+    def _incoming(self, p: tuple) -> None:
+        ctx = p[4]
+        src = p[5]
+        tag = p[6]
+        key = (ctx, src, tag)
+        q = self.posted.get(key)
+        req = q[0] if q else None
+        wild = self.wild
+        if wild:
+            for i, w in enumerate(wild):
+                if w.ctx == ctx and (w.peer < 0 or w.peer == src) and (w.tag < 0 or w.tag == tag):
+                    if req is None or w.pseq < req.pseq:
+                        del wild[i]
+                        self._matched(w, p)
+                        return
+                    break
+        if req is None:
+            a = self.aseq
+            self.aseq = a + 1
+            uq = self.unexp.get(key)
+            if uq is None:
+                self.unexp[key] = deque(((a, p),))
+            else:
+                uq.append((a, p))
+            pr = self.probing
+            if pr is not None and pr[0] == ctx and (pr[1] < 0 or pr[1] == src) and (pr[2] < 0 or pr[2] == tag):
+                self.probing = None
+                self.proc.resume(Status(src, tag, p[7], p[8] if p[0] == EAGER else None))
+            return
+        q.popleft()
+        if not q:
+            del self.posted[key]
+        self._matched(req, p)
+
+    def _matched(self, req: Request, p: tuple) -> None:
+        req.source = p[5]
+        req.tag = p[6]
+        req.nbytes = p[7]
+        if p[0] == EAGER:
+            req.data = p[8]
+            self.complete(req)
+            return
+        rid = self.next_id
+        self.next_id = rid + 1
+        self.rdv[rid] = req
+        c = self.ctrl
+        self.bytes_sent += c
+        self.msgs_sent += 1
+        src_w = p[2]
+        self.net_send(self.rank_nodes[src_w], c, (CTS, src_w, p[8], rid, self.w), self.job)
+
+    def on_cts(self, p: tuple) -> None:
+        """The receiver matched our RTS: send the data (the request completes in on_sent)."""
+        req = self.rdv[p[2]]
+        n = req.nbytes
+        self.bytes_sent += n
+        self.msgs_sent += 1
+        dst = p[4]
+        self.rdv_out += 1
+        self.net_send(self.rank_nodes[dst], n, (DATA, dst, p[3], req.data, self.w, p[2]), self.job, True)
+
+    def on_data(self, p: tuple) -> None:
+        """Rendezvous data arrived for one of our receives."""
+        req = self.rdv.pop(p[2])
+        req.data = p[3]
+        self.complete(req)
+
+    def on_sent(self, p: tuple) -> None:
+        """Our rendezvous data left the NIC: the send completes."""
+        self.rdv_out -= 1
+        self.complete(self.rdv.pop(p[5]))
+
+    # -- completion and waiting --------------------------------------------------------------
+    def complete(self, req: Request) -> None:
+        req.done = True
+        if req.watched:
+            req.watched = False
+            n = self.n_wait - 1
+            self.n_wait = n
+            if n == 0:
+                self.proc.resume(req)
+
+    def _describe(self, req: Request) -> str:
+        """``req``'s description for ``Process.waiting_for``, prefixed with the collective
+        in progress; cached, since a rank blocks on the same kinds of request again and again."""
+        key = (req.comm, req.kind, req.peer, req.tag, req.nbytes if req.kind == SEND else 0, self.coll)
+        d = self._descs.get(key)
+        if d is None:
+            d = self._descs[key] = self.coll + req.describe()
+        return d
+
+    def wait1(self, req: Request) -> None:
+        """Block the rank (the calling process) until ``req`` completes."""
+        req.watched = True
+        self.n_wait = 1
+        proc = self.proc
+        self.waiting = req
+        proc.waiting_for = self._describe(req)
+        proc.hibernate()
+        self.waiting = None
+
+    def _describe_all(self, reqs: list[Request]) -> str:
+        pending = [r for r in reqs if not r.done]
+        if len(pending) == 1:
+            return self._describe(pending[0])
+        return self.coll + "waitall(" + "; ".join(r.describe() for r in pending) + ")"
+
+    def wait_all(self, reqs: list[Request]) -> None:
+        """Block until every request of ``reqs`` has completed."""
+        n = 0
+        for r in reqs:
+            if not r.done:
+                r.watched = True
+                n += 1
+        if n:
+            self.n_wait = n
+            self.waiting = reqs
+            proc = self.proc
+            proc.waiting_for = self._describe_all(reqs)
+            proc.hibernate()
+            self.waiting = None
+
+    def wait_any(self, reqs: list[Request]) -> Request:
+        """Block until one request of ``reqs`` completes; returns it."""
+        for r in reqs:
+            if r.done:
+                return r
+        for r in reqs:
+            r.watched = True
+        self.n_wait = 1
+        self.waiting = tuple(reqs)
+        proc = self.proc
+        proc.waiting_for = self.coll + "waitany(" + "; ".join(r.describe() for r in reqs) + ")"
+        got = proc.hibernate()
+        self.waiting = None
+        for r in reqs:
+            r.watched = False
+        return got
+
+    def probe(self, comm: "Comm", ctx: int, src: int, tag: int) -> Status:
+        """Block until a message (ctx, src, tag) accepts is waiting; returns its envelope."""
+        st = self.peek(ctx, src, tag)
+        if st is not None:
+            return st
+        self.probing = (ctx, src, tag)
+        s = "ANY_SOURCE" if src == ANY_SOURCE else src
+        t = "ANY_TAG" if tag == ANY_TAG else tag
+        self.proc.waiting_for = f"probe(source={s}, tag={t}, comm={comm.name})"
+        self.waiting = "probe"
+        st = self.proc.hibernate()
+        self.waiting = None
+        return st
+
+    def blocked_on(self) -> str:
+        """What this rank is blocked on (for reports after a run). For a waitall it lists the
+        requests still pending now; ``Process.waiting_for`` keeps the text set when the rank
+        blocked (updating it at every completion would cost O(k^2) for k requests)."""
+        if self.done:
+            return "finished"
+        w = self.waiting
+        if w is None:
+            if self.sleeping_until >= 0:
+                return f"compute (until t={self.sleeping_until!r})"
+            return "running"
+        if isinstance(w, Request):
+            return self._describe(w)
+        if isinstance(w, list):
+            return self._describe_all(w)
+        return self.proc.waiting_for  # waitany, probe: fixed while blocked

@@ -1,0 +1,278 @@
+"""Run one app alone on a machine and predict its runtime: :func:`run_app`.
+
+::
+
+    from apps import run_app
+    res = run_app("cielo", "allreduce", 1024, ranks_per_node=1, placement="random",
+                  iters=10, nbytes=1024)
+    print(res.runtime, res.bytes_sent, res.hot_links[:3])
+
+The same call gives identical results sequentially and under ``mpirun -n P`` (every rank
+returns the same :class:`AppResult`). An app that raises makes :func:`run_app` raise
+:class:`~apps.errors.AppError`; ranks blocked forever raise
+:class:`~apps.errors.DeadlockError` listing each blocked rank and what it waits for; a run
+cut by ``end_time`` raises :class:`~apps.errors.AppTimeoutError`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from models.network import Network, NetworkConfig, NetworkStats, network_lookahead
+from models.node_model import NodeModel
+from models.presets import Machine, get_machine
+from pdes import RunStats, Simulator
+
+from .errors import AppConfigError, AppError, AppTimeoutError, DeadlockError
+from .manager import JobManager, JobRecord
+from .mapping import MappingSpec, map_ranks
+from .mpi.comm import _seed
+from .node import DEFAULT_CTRL, DEFAULT_EAGER, LaunchSpec, MpiNode, MpiOptions, MpiShared
+from .registry import bind_args
+
+__all__ = ["AppResult", "PLACEMENTS", "choose_nodes", "run_app"]
+
+PLACEMENTS = ("contiguous", "random")
+JOB_ID = 0
+#: Unfinished ranks listed in a DeadlockError message (the exception keeps them all).
+_LIST_MAX = 20
+
+
+@dataclass
+class AppResult:
+    """The outcome of :func:`run_app` (identical on every parallel rank).
+
+    ``runtime`` is the last rank's end minus the first rank's start. ``bytes_sent`` counts
+    every byte the job's MPI layer sent (data and rendezvous control messages, intra-node
+    copies included); ``network_bytes`` and ``hop_bytes`` count what crossed the network.
+    ``hot_links`` are the busiest network links (NIC links left out); their utilization, like
+    ``net.link_utilization``, is busy time over the app's runtime.
+    """
+
+    app: str
+    args: dict[str, Any]
+    machine: str
+    network: str
+    ranks: int
+    ranks_per_node: int
+    nodes: tuple[int, ...]
+    rank_nodes: tuple[int, ...]
+    start: float
+    end: float
+    runtime: float
+    bytes_sent: float
+    messages: int
+    network_bytes: float
+    hop_bytes: float
+    intra_node_messages: int
+    hot_links: list[dict[str, Any]]
+    events: int
+    wall_s: float
+    sim_ranks: int
+    net: NetworkStats = field(repr=False)
+    stats: RunStats = field(repr=False)
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.wall_s if self.wall_s > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as plain JSON-able values (no per-rank node list when large)."""
+        return {
+            "app": self.app, "args": {k: _plain(v) for k, v in self.args.items()}, "machine": self.machine,
+            "network": self.network, "ranks": self.ranks, "ranks_per_node": self.ranks_per_node,
+            "nodes": len(self.nodes), "start": self.start, "end": self.end, "runtime": self.runtime,
+            "bytes_sent": self.bytes_sent, "messages": self.messages, "network_bytes": self.network_bytes,
+            "hop_bytes": self.hop_bytes, "intra_node_messages": self.intra_node_messages,
+            "max_queue_delay": self.net.max_queue_delay, "hot_links": self.hot_links, "events": self.events,
+            "wall_s": self.wall_s, "events_per_s": self.events_per_s, "sim_ranks": self.sim_ranks,
+        }
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, Mapping):
+        return {str(k): _plain(x) for k, x in v.items()}
+    return repr(v)
+
+
+def choose_nodes(machine: Machine, n: int, placement: str | Sequence[int], seed: int = 0) -> tuple[int, ...]:
+    """The job's nodes: ``"contiguous"`` (nodes 0..n-1 in the topology's order),
+    ``"random"`` (n distinct nodes drawn from the run seed, in increasing order) or an
+    explicit sequence of distinct node ids (used as given)."""
+    total = machine.n_nodes
+    if isinstance(placement, str):
+        if n > total:
+            raise AppConfigError(f"the job needs {n} nodes; machine {machine.name} has {total}")
+        if placement == "contiguous":
+            return tuple(range(n))
+        if placement == "random":
+            rng = np.random.Generator(np.random.PCG64(_seed(seed, "placement") % (1 << 128)))
+            return tuple(int(x) for x in np.sort(rng.choice(total, size=n, replace=False)))
+        raise AppConfigError(f"unknown placement {placement!r}; valid: {', '.join(PLACEMENTS)} or a list of node ids")
+    nodes = [int(x) for x in np.asarray(placement).reshape(-1)]
+    if len(set(nodes)) != len(nodes):
+        raise AppConfigError("placement: the node list has duplicates")
+    bad = [x for x in nodes if not 0 <= x < total]
+    if bad:
+        raise AppConfigError(f"placement: node {bad[0]} does not exist; machine {machine.name} has nodes 0..{total - 1}")
+    if len(nodes) < n:
+        raise AppConfigError(f"placement lists {len(nodes)} nodes; the job needs at least {n}")
+    return tuple(nodes)
+
+
+def _network_config(network: str | NetworkConfig) -> NetworkConfig:
+    if isinstance(network, NetworkConfig):
+        return network
+    if isinstance(network, str):
+        return NetworkConfig(model=network)
+    raise AppConfigError(f"network must be a model name ('packet', 'ideal') or a NetworkConfig, got {network!r}")
+
+
+def run_app(
+    machine: str | Machine,
+    app: str,
+    ranks: int,
+    *,
+    placement: str | Sequence[int] = "contiguous",
+    network: str | NetworkConfig = "packet",
+    ranks_per_node: int | None = None,
+    mapping: MappingSpec = "block",
+    seed: int = 0,
+    comm: Any = "auto",
+    end_time: float = math.inf,
+    eager_threshold: int | str = DEFAULT_EAGER,
+    ctrl_bytes: int | str = DEFAULT_CTRL,
+    algorithms: Mapping[str, str] | None = None,
+    hot_links: int = 10,
+    app_args: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> AppResult:
+    """Run app ``app`` with ``ranks`` ranks alone on ``machine`` (a preset name or a
+    :class:`~models.presets.Machine`) and return its predicted runtime and traffic.
+
+    Args:
+        placement: ``"contiguous"``, ``"random"`` or a list of node ids (see
+            :func:`choose_nodes`); the job gets ceil(ranks / ranks_per_node) nodes.
+        network: ``"packet"``, ``"ideal"`` or a :class:`~models.network.NetworkConfig`.
+        ranks_per_node: ranks per node (default: the machine's cores per node).
+        mapping: rank-to-node mapping (see :mod:`apps.mapping`).
+        seed: the run seed (placement, per-rank and per-job random streams, routing).
+        comm: ``"auto"`` (MPI world under mpirun), ``None`` (sequential) or an mpi4py comm.
+        end_time: simulated time limit (default: none).
+        eager_threshold, ctrl_bytes, algorithms: MPI options (see :class:`apps.node.MpiOptions`).
+        hot_links: how many of the busiest links to report.
+        app_args, **kwargs: the app's keyword arguments.
+    """
+    m = machine if isinstance(machine, Machine) else get_machine(machine)
+    if isinstance(ranks, bool) or not isinstance(ranks, (int, np.integer)) or ranks < 1:
+        raise AppConfigError(f"ranks must be an integer >= 1, got {ranks!r}")
+    ranks = int(ranks)
+    args = bind_args(app, {**dict(app_args or {}), **kwargs}, size=ranks)
+    options = MpiOptions(eager_threshold=eager_threshold, ctrl_bytes=ctrl_bytes, algorithms=dict(algorithms or {}))
+    config = _network_config(network)
+    rpn = m.cores_per_node if ranks_per_node is None else ranks_per_node
+    if isinstance(rpn, bool) or not isinstance(rpn, (int, np.integer)) or rpn < 1:
+        raise AppConfigError(f"ranks_per_node must be an integer >= 1, got {ranks_per_node!r}")
+    rpn = int(rpn)
+    nodes = choose_nodes(m, -(-ranks // rpn), placement, seed)
+    rank_nodes = map_ranks(ranks, nodes, rpn, mapping)
+    topo = m.topology
+
+    sim = Simulator(end_time=end_time, lookahead=network_lookahead(topo), seed=seed, comm=comm)
+    shared = MpiShared(NodeModel.from_machine(m))
+    net = Network(sim, topo, config, mem_bw=float(m.mem_bw_per_node), node_cls=MpiNode, node_args=(shared,))
+    mgr = sim.add_entity(JobManager, net.node_offset, name="job_manager", rank=0)
+    spec = LaunchSpec.build(job=JOB_ID, app=app, args=args, rank_nodes=rank_nodes,
+                            report_to=sim.eid("job_manager"), options=options)
+    if mgr is not None:
+        mgr.launch_at(0.0, spec)
+    st = sim.run()
+    netstats = net.stats()
+    rec = _shared_record(sim, mgr)
+    states = _gather_states(sim, net)
+    _raise_failures(rec, states, sim, end_time)
+    # Utilization is busy time over the app's runtime (every link carries the job's traffic
+    # only within it); the same figure on every parallel rank.
+    netstats.duration = rec.runtime
+    jb = netstats.job_bytes.get(JOB_ID, 0.0)
+    return AppResult(
+        app=app, args=args, machine=m.name, network=config.model, ranks=ranks, ranks_per_node=rpn, nodes=nodes,
+        rank_nodes=rank_nodes, start=rec.start, end=rec.end, runtime=rec.runtime, bytes_sent=rec.bytes_sent,
+        messages=rec.messages, network_bytes=jb, hop_bytes=netstats.job_hop_bytes.get(JOB_ID, 0.0),
+        intra_node_messages=netstats.intra_node_messages, hot_links=_hot_links(netstats, topo, hot_links),
+        events=st.events, wall_s=st.wall_s, sim_ranks=st.ranks, net=netstats, stats=st,
+    )
+
+
+def _hot_links(netstats: NetworkStats, topo: Any, k: int) -> list[dict[str, Any]]:
+    """The k busiest network links, with their endpoints and kind named."""
+    from models.topology.base import KIND_NAMES
+
+    n = topo.n_nodes
+    out = netstats.hot_links(topo, k)
+    for h in out:
+        h["from"] = f"node {h['src']}" if h["src"] < n else f"router {h['src'] - n}"
+        h["to"] = f"node {h['dst']}" if h["dst"] < n else f"router {h['dst'] - n}"
+        h["kind"] = KIND_NAMES[int(topo.link_kind[h["link"]])]
+    return out
+
+
+def _shared_record(sim: Simulator, mgr: JobManager | None) -> JobRecord:
+    rec = mgr.records[JOB_ID] if mgr is not None else None
+    if sim.comm is not None and sim.size > 1:
+        rec = sim.comm.bcast(rec, root=sim.rank_of(sim.eid("job_manager")))
+    assert rec is not None
+    return rec
+
+
+def _gather_states(sim: Simulator, net: Network) -> list[dict[str, Any]]:
+    mine = []
+    for n in net.nodes:
+        s = n.job_state(JOB_ID)
+        if s is not None:
+            mine.append(s)
+    if sim.comm is not None and sim.size > 1:
+        return [s for part in sim.comm.allgather(mine) for s in part]
+    return mine
+
+
+def _raise_failures(rec: JobRecord, states: list[dict[str, Any]], sim: Simulator, end_time: float) -> None:
+    if rec.status == "ok":
+        return
+    if rec.status == "failed":
+        raise AppError(
+            f"job {rec.job} (app {rec.app!r}) failed: rank {rec.failed_rank} raised at t={rec.fail_time!r} s: "
+            f"{rec.error}\n{rec.traceback}",
+            job=rec.job, rank=rec.failed_rank, time=rec.fail_time, error=rec.error, traceback=rec.traceback,
+        )
+    unfinished = sorted((u for s in states for u in s["unfinished"]), key=lambda u: u[0])
+    in_flight = sum(s["sent"] + s["notify_pending"] - s["delivered"] for s in states)
+    busy = any(u[3] for u in unfinished) or any(s["timer_pending"] for s in states)
+    blocked_all = all(not u[3] and u[2] != "running" for u in unfinished)
+    now = sim.stats.end_time
+    if math.isfinite(end_time) and (busy or in_flight > 0 or not blocked_all or not unfinished):
+        n = len(unfinished) if unfinished else rec.size
+        raise AppTimeoutError(
+            f"job {rec.job} (app {rec.app!r}) had not finished at end_time={end_time!r} s: {n} ranks still working "
+            f"({in_flight} messages in flight)",
+            job=rec.job, unfinished=n, time=now,
+        )
+    blocked = [(u[0], u[1], u[2]) for u in unfinished]
+    lines = [f"  rank {r} on node {n}: {what}" for r, n, what in blocked[:_LIST_MAX]]
+    if len(blocked) > _LIST_MAX:
+        lines.append(f"  ... and {len(blocked) - _LIST_MAX} more")
+    raise DeadlockError(
+        f"deadlock in job {rec.job} (app {rec.app!r}): {len(blocked)} of {rec.size} ranks blocked forever "
+        f"(the run ended at t={now!r} s with nothing left to happen):\n" + "\n".join(lines),
+        job=rec.job, blocked=blocked, time=now,
+    )

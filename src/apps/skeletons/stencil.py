@@ -1,0 +1,64 @@
+"""Halo-exchange skeletons on periodic process grids: stencil2d, stencil3d, stencil4d."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..mpi.comm import dims_create
+from ..registry import app
+from ._args import count, grid as _grid, nbytes as _nbytes, seconds
+
+
+def _faces(face_bytes: Any, ndims: int) -> list:
+    if isinstance(face_bytes, (list, tuple)):
+        if len(face_bytes) != ndims:
+            raise ValueError(f"face_bytes needs one size per dimension ({ndims}), got {len(face_bytes)}")
+        return [_nbytes(x, "face_bytes") for x in face_bytes]
+    return [_nbytes(face_bytes, "face_bytes")] * ndims
+
+
+def _checker(ndims: int):
+    def check(size: int, *, grid: Any, face_bytes: Any, iters: int, compute_s: Any, periodic: bool) -> None:
+        _grid(grid, ndims, size)
+        _faces(face_bytes, ndims)
+        count(iters, "iters")
+        seconds(compute_s, "compute_s")
+
+    return check
+
+
+def stencil(mpi: Any, ndims: int, grid: Sequence[int] | str | None, face_bytes: Any, iters: int, compute_s: Any,
+            periodic: bool) -> None:
+    """The halo exchange of ``ndims`` dimensions (the body of the stencil skeletons)."""
+    dims = _grid(grid, ndims, mpi.size) or dims_create(mpi.size, ndims)
+    faces = _faces(face_bytes, ndims)
+    c = seconds(compute_s, "compute_s")
+    cart = mpi.cart_create(dims, periods=bool(periodic))
+    for _ in range(iters):
+        if c:
+            cart.compute(c)
+        cart.halo_exchange(faces)
+
+
+@app("stencil2d", validate=_checker(2))
+def stencil2d(mpi: Any, *, grid: Any = None, face_bytes: Any = 8192, iters: int = 10, compute_s: Any = 0.0,
+              periodic: bool = True) -> None:
+    """``iters`` times: compute, then exchange ``face_bytes`` (one size, or one per dimension)
+    with the 4 neighbours of a 2D process grid (``grid``, default MPI_Dims_create's)."""
+    stencil(mpi, 2, grid, face_bytes, iters, compute_s, periodic)
+
+
+@app("stencil3d", validate=_checker(3))
+def stencil3d(mpi: Any, *, grid: Any = None, face_bytes: Any = 8192, iters: int = 10, compute_s: Any = 0.0,
+              periodic: bool = True) -> None:
+    """``iters`` times: compute, then exchange ``face_bytes`` with the 6 neighbours of a 3D
+    process grid."""
+    stencil(mpi, 3, grid, face_bytes, iters, compute_s, periodic)
+
+
+@app("stencil4d", validate=_checker(4))
+def stencil4d(mpi: Any, *, grid: Any = None, face_bytes: Any = 8192, iters: int = 10, compute_s: Any = 0.0,
+              periodic: bool = True) -> None:
+    """``iters`` times: compute, then exchange ``face_bytes`` with the 8 neighbours of a 4D
+    process grid."""
+    stencil(mpi, 4, grid, face_bytes, iters, compute_s, periodic)

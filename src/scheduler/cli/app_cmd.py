@@ -1,0 +1,158 @@
+"""``simhpc app``: run one skeleton app alone on a machine and print its predicted runtime,
+bytes sent and the busiest links. Works sequentially and under ``mpirun -n P``."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from typing import Any
+
+from .common import CliError, print_json, table
+
+HELP = "run one skeleton app alone on a machine: predicted runtime, bytes sent, per-link hot spots"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", nargs="?", metavar="NAME", help="registered app (see --list)")
+    parser.add_argument("--list", action="store_true", help="list the apps and their parameters")
+    parser.add_argument("--machine", default="tiny-torus", help="machine preset (default: tiny-torus; see simhpc machine --list)")
+    parser.add_argument("--ranks", type=int, default=None, help="number of ranks (required to run)")
+    parser.add_argument("--placement", default="contiguous",
+                        help="contiguous, random, or a comma-separated list of node ids (default: contiguous)")
+    parser.add_argument("--network", default="packet", help="network model: packet or ideal (default: packet)")
+    parser.add_argument("--chunk-size", default=None, help="packet model chunk size, e.g. 4KiB")
+    parser.add_argument("--ranks-per-node", type=int, default=None, help="ranks per node (default: the machine's cores per node)")
+    parser.add_argument("--mapping", default="block", help="rank-to-node mapping: block or round_robin (default: block)")
+    parser.add_argument("--seed", type=int, default=0, help="run seed (default: 0)")
+    parser.add_argument("--eager", default=None, help="eager threshold, e.g. 64KiB (default: 64KiB)")
+    parser.add_argument("--algorithm", action="append", default=[], metavar="COLL=ALG",
+                        help="force a collective algorithm for the whole run, e.g. allreduce=rabenseifner (repeatable)")
+    parser.add_argument("--end-time", default=None, help="simulated time limit, e.g. 10s (default: none)")
+    parser.add_argument("--top", type=int, default=10, help="hot links to show (default: 10)")
+    parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
+                        help="an app argument (repeatable); values are Python literals or strings, e.g. nbytes=64KiB, grid=[4,4,2]")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+
+
+def _value(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _pairs(items: list[str], what: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, val = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise CliError(f"{what} {item!r}: write KEY=VALUE")
+        out[key] = _value(val.strip())
+    return out
+
+
+def _list_apps(as_json: bool) -> int:
+    from apps import app_names, get_app
+
+    infos = [get_app(n) for n in app_names()]
+    if as_json:
+        print_json({"apps": [{"name": i.name, "signature": i.signature(), "summary": i.summary,
+                              "per_rank": i.per_rank} for i in infos]})
+        return 0
+    import textwrap
+
+    for i in infos:
+        print(i.signature())
+        print(textwrap.fill(i.summary, width=92, initial_indent="    ", subsequent_indent="    "))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list or args.name is None:
+        if args.name is not None:
+            raise CliError("give either --list or an app NAME, not both")
+        return _list_apps(args.json)
+    if args.ranks is None:
+        raise CliError("--ranks is required to run an app")
+    from apps import AppsError, run_app
+    from apps.errors import AppConfigError
+    from models.network import NetworkConfig
+    from models.units import parse_time
+    from pdes.parallel import install_abort_hook, world_comm
+
+    placement: Any = args.placement
+    if placement not in ("contiguous", "random"):
+        try:
+            placement = [int(x) for x in placement.split(",") if x.strip()]
+        except ValueError:
+            raise CliError(f"--placement must be contiguous, random or a comma-separated list of node ids, got {args.placement!r}") from None
+    net_kw: dict[str, Any] = {"model": args.network}
+    if args.chunk_size is not None:
+        net_kw["chunk_size"] = args.chunk_size
+    network = NetworkConfig(**net_kw)
+    options: dict[str, Any] = {}
+    if args.eager is not None:
+        options["eager_threshold"] = args.eager
+    if args.end_time is not None:
+        options["end_time"] = parse_time(args.end_time, what="--end-time")
+    algorithms = {k: str(v) for k, v in _pairs(args.algorithm, "--algorithm").items()}
+    app_args = _pairs(args.arg, "--arg")
+    comm = world_comm()
+    install_abort_hook(comm)
+    rank = comm.rank if comm is not None else 0
+    try:
+        res = run_app(args.machine, args.name, args.ranks, placement=placement, network=network,
+                      ranks_per_node=args.ranks_per_node, mapping=args.mapping, seed=args.seed, comm=comm,
+                      algorithms=algorithms, hot_links=args.top, app_args=app_args, **options)
+    except AppConfigError:
+        raise
+    except AppsError as exc:
+        if rank == 0:
+            print(f"simhpc: error: {exc}", file=sys.stderr)
+        return 1
+    if rank != 0:
+        return 0
+    if args.json:
+        print_json(res.to_dict())
+        return 0
+    print(_report(res))
+    return 0
+
+
+def _fmt_time(s: float) -> str:
+    from models.units import format_time
+
+    # Sub-picosecond values are rounding noise of time differences: show them as zero.
+    return format_time(s if abs(s) >= 1e-12 else 0.0)
+
+
+def _report(res: Any) -> str:
+    from models.units import format_bytes
+
+    n_nodes = len(res.nodes)
+    args = ", ".join(f"{k}={v!r}" for k, v in res.args.items()) or "defaults"
+    rows = [
+        ("app", f"{res.app} ({args})"),
+        ("machine", f"{res.machine}, {res.network} network model"),
+        ("ranks", f"{res.ranks} on {n_nodes} node{'s' if n_nodes != 1 else ''} ({res.ranks_per_node} per node)"),
+        ("predicted runtime", _fmt_time(res.runtime)),
+        ("bytes sent", f"{format_bytes(res.bytes_sent)} in {res.messages} messages"),
+        ("network bytes", f"{format_bytes(res.network_bytes)} (hop-bytes {format_bytes(res.hop_bytes)})"),
+        ("intra-node messages", str(res.intra_node_messages)),
+        ("max queueing delay", _fmt_time(res.net.max_queue_delay)),
+        ("simulation", f"{res.events} events in {res.wall_s:.3g} s ({res.events_per_s:,.0f} events/s, {res.sim_ranks} rank{'s' if res.sim_ranks != 1 else ''})"),
+    ]
+    w = max(len(k) for k, _ in rows)
+    out = [f"{k:<{w}}  {v}" for k, v in rows]
+    if res.hot_links:
+        out.append("")
+        out.append("hot links (network links by busy time):")
+        trows = [(h["link"], h["from"], h["to"], h["kind"], format_bytes(h["bytes"]), _fmt_time(h["busy_s"]),
+                  f"{h['utilization']:.1%}", _fmt_time(h["max_queue_s"])) for h in res.hot_links]
+        out.append(table(trows, ["link", "from", "to", "kind", "bytes", "busy", "utilization", "max queue"]))
+    else:
+        out.append("")
+        out.append("no traffic crossed the network")
+    return "\n".join(out)

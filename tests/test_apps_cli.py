@@ -1,0 +1,75 @@
+"""``simhpc app``: runtime, bytes and hot links as text or JSON; clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from apps import app, run_app
+from scheduler.cli import main
+
+
+def cli(capsys, *argv):
+    code = main(["app", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_output_matches_the_python_api(capsys):
+    code, out, err = cli(capsys, "ring", "--machine", "tiny-torus", "--ranks", "16", "--ranks-per-node", "1",
+                         "--placement", "random", "--seed", "3", "--arg", "nbytes=64KiB", "--arg", "iters=2", "--json")
+    assert code == 0 and err == ""
+    d = json.loads(out.strip().splitlines()[-1])
+    res = run_app("tiny-torus", "ring", 16, ranks_per_node=1, placement="random", seed=3, nbytes="64KiB", iters=2, comm=None)
+    assert d["runtime"] == res.runtime and d["bytes_sent"] == res.bytes_sent == 2 * 16 * 65536
+    assert d["hot_links"] == res.hot_links and d["hot_links"][0]["kind"] == "local"
+
+
+def test_text_output_names_runtime_bytes_and_hot_links(capsys):
+    code, out, _ = cli(capsys, "alltoall", "--machine", "tiny-fattree", "--ranks", "8", "--ranks-per-node", "1",
+                       "--network", "ideal", "--algorithm", "alltoall=pairwise", "--arg", "iters=1", "--top", "3")
+    assert code == 0
+    assert "predicted runtime" in out and "bytes sent           224 KiB in 56 messages" in out
+    assert "hot links (network links by busy time):" in out
+    table = out.split("hot links (network links by busy time):")[1].strip().splitlines()
+    assert table[0].split()[:4] == ["link", "from", "to", "kind"] and len(table) == 2 + 3
+
+
+def test_explicit_placement_and_listing(capsys):
+    code, out, _ = cli(capsys, "even-odd", "--machine", "tiny-mesh", "--ranks", "4", "--ranks-per-node", "1",
+                       "--placement", "0,31,5,9", "--json")
+    assert code == 0 and json.loads(out)["nodes"] == 4
+    code, out, _ = cli(capsys, "--list")
+    assert code == 0 and "stencil3d(grid=None, face_bytes=8192" in out and "timekeeper(runtime)" in out
+    code, out, _ = cli(capsys, "--list", "--json")
+    assert {a["name"] for a in json.loads(out)["apps"]} >= {"ring", "unstr-mesh"}
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["ring", "--ranks", "4", "--arg", "size=5"], "app 'ring' has no parameter 'size'; parameters: ring(iters=10, nbytes=65536, compute_s=0.0)"),
+    (["ring", "--ranks", "4", "--arg", "nbytes"], "--arg 'nbytes': write KEY=VALUE"),
+    (["timekeeper", "--ranks", "4"], "app 'timekeeper' needs argument 'runtime'; parameters: timekeeper(runtime)"),
+    (["rang", "--ranks", "4"], "unknown app 'rang'; valid: allreduce"),
+    (["ring"], "--ranks is required"),
+    (["ring", "--ranks", "4", "--machine", "nope"], "unknown machine 'nope'"),
+    (["ring", "--ranks", "4", "--placement", "1,x"], "--placement must be contiguous, random or a comma-separated list"),
+    (["ring", "--ranks", "4", "--algorithm", "allreduce=fast"], "allreduce has no algorithm 'fast'"),
+    (["ring", "--ranks", "4", "--network", "flow"], "network model 'flow' is planned"),
+])
+def test_user_mistakes_are_one_line_errors_with_status_2(capsys, argv, msg):
+    code, out, err = cli(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("simhpc: error: ") and msg in err and "Traceback" not in err
+
+
+@app("t-cli-deadlock")
+def _cli_deadlock(mpi):
+    mpi.recv(0)
+
+
+def test_app_failures_are_reported_with_status_1(capsys):
+    code, out, err = cli(capsys, "t-cli-deadlock", "--machine", "tiny-torus", "--ranks", "2")
+    assert code == 1 and out == ""
+    assert "simhpc: error: deadlock in job 0 (app 't-cli-deadlock'): 2 of 2 ranks blocked forever" in err
+    assert "rank 1 on node 0: recv(source=0, tag=ANY_TAG, comm=world)" in err

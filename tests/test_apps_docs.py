@@ -1,0 +1,27 @@
+"""The examples of docs/apps.md run and their assertions hold (in order, one namespace)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "apps.md"
+
+
+def blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
+
+
+def test_the_apps_guide_has_examples_for_every_section():
+    text = DOC.read_text()
+    assert len(blocks()) >= 9
+    for heading in ("## The `mpi` handle", "### Collectives", "### Communicators", "## Failures", "## The job protocol"):
+        assert heading in text
+
+
+def test_every_example_of_the_apps_guide_runs(capsys):
+    ns: dict = {"__name__": "apps_docs"}
+    for i, code in enumerate(blocks()):
+        exec(compile(code, f"{DOC.name}[block {i}]", "exec"), ns)
+    out = capsys.readouterr().out
+    assert "deadlock in job 0 (app 'doc-deadlock'): 3 of 3 ranks blocked forever" in out
