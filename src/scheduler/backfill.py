@@ -1,0 +1,562 @@
+"""Reservation and backfill policies: which queued jobs start now. Registered by name.
+
+A policy's :meth:`~BackfillPolicy.schedule` is called at each scheduling pass with the queue
+in priority order (see :mod:`scheduler.ordering`) and starts jobs through
+``sched.start_job(job, nodes)``.
+
+============  ========================================================================
+name          what starts
+============  ========================================================================
+none          jobs from the head of the queue while the head fits (strict order)
+firstfit      any job that fits now, in priority order ("FCFS/BF")
+easy          the head while it fits; then one reservation for the blocked head (the
+              *shadow time*), and any later job that fits now and cannot delay it
+conservative  a reservation for every queued job; a job starts when its reservation
+              comes; no job can delay any reservation made before it
+============  ========================================================================
+
+Planning uses expected ends, ``start + request_time``; a job past its estimate (only
+possible with ``kill_overrun=False``) is expected to end at the next representable instant
+after now (see :mod:`scheduler.lifecycle`).
+
+Reservations go through the allocator
+    To find when a job could start, the general path copies the allocation state, applies
+    the expected releases in order of expected end (all releases of one instant together),
+    and asks ``allocator.select`` after each: the first instant it fits is the reservation
+    (EASY's shadow time). An EASY backfill candidate that fits now is accepted when it ends
+    (by its requested time) no later than the shadow time, or when the head job still fits
+    at the shadow time with the candidate's nodes still busy (checked on a copied state).
+    So reservations stay correct for allocators with topology constraints.
+
+    For ``count_only`` allocators (any ``n`` free nodes host an ``n``-node job) the fast
+    classic arithmetic is used instead: the shadow time is when enough nodes are free, the
+    *extra* nodes are those free then beyond what the head needs, and a candidate that
+    would still run at the shadow time must fit in the extra nodes (which it then uses up).
+    Both paths give the same schedules on count-only allocators (tested by forcing the
+    general path with ``general=True``).
+
+Conservative backfilling
+    Each queued job holds a reservation (a start time) from the pass after its arrival on.
+    New jobs get the earliest slot that delays no existing reservation. When a job ends
+    earlier than expected the plan is *compressed*: in priority order, each job's
+    reservation is taken out and re-made at the earliest slot, which can only be earlier
+    (its old slot is still free), so no reservation is ever delayed (Mu'alem and Feitelson,
+    IEEE TPDS 12(6), 2001). With a ``count_only`` allocator the plan is a profile of free
+    node counts over time. With other allocators a reservation is pinned to the nodes
+    ``select`` chose for it: a job fits a slot ``[t, t + request)`` when ``select`` finds
+    nodes on the state at ``t`` with every reservation that starts inside the slot already
+    committed. Pinned plans are more cautious than count profiles (a node released during
+    the slot cannot be promised to a reservation starting later in it), so on count-only
+    allocators the two paths may differ; the fast path is the classic algorithm. While a
+    job runs past its estimate the plan is invalid; it is rebuilt from scratch in priority
+    order at each pass, and reservations may then move later.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from bisect import bisect_left, bisect_right
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+import numpy as np
+
+from .errors import SchedulerError, UserError
+from .job import Job
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .allocator import AllocState
+    from .lifecycle import SchedulerEntity
+
+__all__ = [
+    "BackfillPolicy",
+    "NoBackfill",
+    "FirstFit",
+    "Easy",
+    "Conservative",
+    "CountProfile",
+    "BACKFILLS",
+    "register_backfill",
+    "make_backfill",
+]
+
+_INF = math.inf
+
+
+def _horizon(now: float) -> float:
+    """The earliest instant an overrunning job is expected to end: just after ``now``."""
+    return math.nextafter(now, _INF)
+
+
+def _slot_end(start: float, request: float) -> float:
+    """The end of a reservation; a zero-length job still holds its nodes at its instant."""
+    return start + request if request > 0.0 else math.nextafter(start, _INF)
+
+
+class BackfillPolicy(ABC):
+    """Decides which queued jobs start at a scheduling pass.
+
+    ``general=True`` forces the general (allocator-driven) path even for count-only
+    allocators; it exists to test that both paths agree.
+    """
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, *, general: bool = False, **options: Any):
+        if options:
+            raise UserError(f"backfill {self.name!r} takes no option(s) {', '.join(sorted(options))}")
+        self.force_general = bool(general)
+        self.general = self.force_general
+
+    def setup(self, sched: "SchedulerEntity") -> None:
+        """Called once by the scheduler entity before the run."""
+        self.general = self.force_general or not sched.allocator.count_only
+
+    @abstractmethod
+    def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
+        """Start jobs of ``queue`` (priority order) with ``sched.start_job(job, nodes)``."""
+
+    def needs_pass(self, sched: "SchedulerEntity") -> bool:
+        """Whether a pass is needed even though no node is free (bookkeeping only)."""
+        return False
+
+    def job_ended(self, sched: "SchedulerEntity", job: Job, early: bool) -> None:
+        """Called when a running job ends; ``early`` when before its expected end."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(general={self.force_general})"
+
+
+BACKFILLS: dict[str, type[BackfillPolicy]] = {}
+
+B = TypeVar("B", bound=type[BackfillPolicy])
+
+
+def register_backfill(cls: B) -> B:
+    """Class decorator: add a backfill policy to :data:`BACKFILLS` under ``cls.name``."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} needs a non-empty class attribute 'name'")
+    BACKFILLS[cls.name] = cls
+    return cls
+
+
+def make_backfill(name: str, **options: Any) -> BackfillPolicy:
+    """Build the backfill policy registered as ``name``."""
+    try:
+        cls = BACKFILLS[name]
+    except (KeyError, TypeError):
+        raise UserError(f"unknown backfill policy {name!r}; valid: {', '.join(BACKFILLS)}") from None
+    return cls(**options)
+
+
+@register_backfill
+class NoBackfill(BackfillPolicy):
+    """Strict queue order: start head jobs while the head fits."""
+
+    name = "none"
+
+    def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
+        alloc = sched.allocator
+        state = sched.state
+        for job in queue:
+            if job.nodes > state.n_free:
+                return
+            nodes = alloc.select(job, state)
+            if nodes is None:
+                return
+            sched.start_job(job, nodes)
+
+
+@register_backfill
+class FirstFit(BackfillPolicy):
+    """Any job that fits now, in priority order (FCFS/BF)."""
+
+    name = "firstfit"
+
+    def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
+        alloc = sched.allocator
+        state = sched.state
+        for job in queue:
+            free = state.n_free
+            if free == 0:
+                return
+            if job.nodes > free:
+                continue
+            nodes = alloc.select(job, state)
+            if nodes is not None:
+                sched.start_job(job, nodes)
+
+
+@register_backfill
+class Easy(BackfillPolicy):
+    """EASY backfilling: one reservation, for the blocked head job."""
+
+    name = "easy"
+
+    def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
+        alloc = sched.allocator
+        state = sched.state
+        n = len(queue)
+        i = 0
+        while i < n:
+            job = queue[i]
+            if job.nodes > state.n_free:
+                break
+            nodes = alloc.select(job, state)
+            if nodes is None:
+                break
+            sched.start_job(job, nodes)
+            i += 1
+        if i >= n:
+            return
+        head = queue[i]
+        now = sched.sim.now
+        if self.general:
+            shadow, shadow_state = self.shadow_general(sched, head)
+            extra = 0
+        else:
+            shadow, extra = self.shadow_count(sched, head)
+            shadow_state = None
+        sched.note_reservation(head, shadow)
+        general = self.general
+        for k in range(i + 1, n):
+            free = state.n_free
+            if free == 0:
+                return
+            job = queue[k]
+            size = job.nodes
+            if size > free:
+                continue
+            if now + job.request_time <= shadow:
+                nodes = alloc.select(job, state)
+                if nodes is not None:
+                    sched.start_job(job, nodes)
+            elif not general:
+                if size <= extra:
+                    nodes = alloc.select(job, state)
+                    if nodes is not None:
+                        sched.start_job(job, nodes)
+                        extra -= size
+            else:
+                nodes = alloc.select(job, state)
+                if nodes is None:
+                    continue
+                test = shadow_state.copy()
+                alloc.commit(job, nodes, test)
+                if alloc.select(head, test) is not None:
+                    sched.start_job(job, nodes)
+                    shadow_state = test
+
+    @staticmethod
+    def shadow_count(sched: "SchedulerEntity", head: Job) -> tuple[float, int]:
+        """(shadow time, extra nodes) for ``head`` by counting expected releases."""
+        avail = sched.state.n_free
+        need = head.nodes
+        horizon = _horizon(sched.sim.now)
+        ends = sched.ends
+        m = len(ends)
+        k = 0
+        while k < m:
+            t = ends[k][0]
+            if t < horizon:
+                t = horizon
+            while k < m:
+                e = ends[k]
+                if e[0] > t:
+                    break
+                avail += e[2].nodes
+                k += 1
+            if avail >= need:
+                return t, avail - need
+        raise SchedulerError(f"job {head.job_id} ({need} nodes) fits no future state of the machine")
+
+    @staticmethod
+    def shadow_general(sched: "SchedulerEntity", head: Job) -> tuple[float, "AllocState"]:
+        """(shadow time, state at the shadow time) for ``head`` through the allocator."""
+        alloc = sched.allocator
+        st = sched.state.copy()
+        horizon = _horizon(sched.sim.now)
+        ends = sched.ends
+        m = len(ends)
+        k = 0
+        while k < m:
+            t = ends[k][0]
+            if t < horizon:
+                t = horizon
+            while k < m:
+                e = ends[k]
+                if e[0] > t:
+                    break
+                j = e[2]
+                alloc.release(j, j.assigned_nodes, st)
+                k += 1
+            if alloc.select(head, st) is not None:
+                return t, st
+        raise SchedulerError(f"job {head.job_id} ({head.nodes} nodes) fits no future state of the machine")
+
+
+class CountProfile:
+    """Free node counts over time: ``free[k]`` nodes on ``[times[k], times[k + 1])``.
+
+    The last segment extends to infinity. Used by conservative backfilling on count-only
+    allocators.
+    """
+
+    __slots__ = ("times", "free")
+
+    def __init__(self, now: float, free_now: int, ends: list, horizon: float):
+        times = [now]
+        free = [free_now]
+        for e in ends:
+            t = e[0]
+            if t < horizon:
+                t = horizon
+            if t == times[-1]:
+                free[-1] += e[2].nodes
+            else:
+                times.append(t)
+                free.append(free[-1] + e[2].nodes)
+        self.times = times
+        self.free = free
+
+    def trim(self, now: float) -> None:
+        """Drop the segments that ended at or before ``now``."""
+        times = self.times
+        k = bisect_right(times, now) - 1
+        if k > 0:
+            del times[:k]
+            del self.free[:k]
+        times[0] = now
+
+    def _split(self, t: float) -> int:
+        times = self.times
+        k = bisect_left(times, t)
+        if k < len(times) and times[k] == t:
+            return k
+        times.insert(k, t)
+        self.free.insert(k, self.free[k - 1])
+        return k
+
+    def add(self, start: float, end: float, delta: int) -> None:
+        """Add ``delta`` free nodes on ``[start, end)`` (negative to reserve)."""
+        if end <= start:
+            end = start
+        a = self._split(start)
+        b = self._split(end) if end > start else a
+        free = self.free
+        for k in range(a, b):
+            free[k] += delta
+
+    def find(self, nodes: int, duration: float, before: float = _INF) -> float | None:
+        """The earliest breakpoint ``t < before`` with ``nodes`` free on ``[t, t + duration)``.
+
+        A job of zero duration still needs its nodes at ``t``.
+        """
+        times = self.times
+        free = self.free
+        m = len(times)
+        k = 0
+        while k < m:
+            t = times[k]
+            if t >= before:
+                return None
+            if free[k] < nodes:
+                k += 1
+                continue
+            end = t + duration
+            j = k + 1
+            while j < m and times[j] < end:
+                if free[j] < nodes:
+                    break
+                j += 1
+            else:
+                return t
+            k = j + 1
+        return None
+
+    def __repr__(self) -> str:
+        return f"CountProfile({list(zip(self.times, self.free))})"
+
+
+@register_backfill
+class Conservative(BackfillPolicy):
+    """Conservative backfilling: every queued job holds a reservation (see module docstring)."""
+
+    name = "conservative"
+
+    def __init__(self, *, general: bool = False, **options: Any):
+        super().__init__(general=general, **options)
+        # Count path: job id -> reserved start. General path: job id -> (start, end, nodes).
+        self._res: dict[int, Any] = {}
+        self._profile: CountProfile | None = None
+        self._compress = False
+
+    def setup(self, sched: "SchedulerEntity") -> None:
+        super().setup(sched)
+        self._res.clear()
+        self._profile = None
+        self._compress = False
+
+    @property
+    def reservations(self) -> dict[int, Any]:
+        """The current reservations by job id."""
+        return self._res
+
+    def needs_pass(self, sched: "SchedulerEntity") -> bool:
+        return len(self._res) < len(sched.queue)
+
+    def job_ended(self, sched: "SchedulerEntity", job: Job, early: bool) -> None:
+        # A job that ends at the instant it started (zero length) held a one-instant slot;
+        # compressing lets the next reservation move onto that instant.
+        if early or job.start_time == sched.sim.now:
+            self._compress = True
+
+    def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
+        now = sched.sim.now
+        ends = sched.ends
+        overrun = bool(ends) and ends[0][0] <= now
+        if self.general:
+            self._plan_general(sched, queue, now, overrun)
+        else:
+            self._plan_count(sched, queue, now, overrun)
+        self._start_due(sched, queue, now)
+        # A reservation may come due at an instant where no job ends: wake up then.
+        nxt = _INF
+        for r in self._res.values():
+            t = r[0] if self.general else r
+            if now < t < nxt:
+                nxt = t
+        if nxt < _INF:
+            sched.wake_at(nxt)
+
+    # -- count path -----------------------------------------------------------------------
+    def _plan_count(self, sched: "SchedulerEntity", queue: list[Job], now: float, overrun: bool) -> None:
+        res = self._res
+        prof = self._profile
+        if overrun or prof is None or self._compress:
+            prof = CountProfile(now, sched.state.n_free, sched.ends, _horizon(now))
+            if overrun:
+                res.clear()  # the plan assumed ends that did not happen: re-plan from scratch
+            else:
+                for job in queue:
+                    s = res.get(job.job_id)
+                    if s is not None:
+                        prof.add(s, _slot_end(s, job.request_time), -job.nodes)
+                for job in queue:
+                    s = res.get(job.job_id)
+                    if s is None or s <= now:
+                        continue
+                    prof.add(s, _slot_end(s, job.request_time), job.nodes)
+                    t = prof.find(job.nodes, job.request_time, before=s)
+                    if t is not None:
+                        s = t
+                        res[job.job_id] = s
+                        sched.note_reservation(job, s)
+                    prof.add(s, _slot_end(s, job.request_time), -job.nodes)
+            self._compress = False
+            # With an overrunning job the profile holds a clamped end that goes stale.
+            self._profile = None if overrun else prof
+        else:
+            prof.trim(now)
+        for job in queue:
+            if job.job_id in res:
+                continue
+            s = prof.find(job.nodes, job.request_time)
+            if s is None:
+                raise SchedulerError(f"job {job.job_id} ({job.nodes} nodes) fits no future state of the machine")
+            prof.add(s, _slot_end(s, job.request_time), -job.nodes)
+            res[job.job_id] = s
+            sched.note_reservation(job, s)
+
+    # -- general (pinned) path ------------------------------------------------------------
+    def _plan_general(self, sched: "SchedulerEntity", queue: list[Job], now: float, overrun: bool) -> None:
+        res = self._res
+        if overrun:
+            res.clear()
+        elif self._compress:
+            for job in queue:
+                r = res.get(job.job_id)
+                if r is None or r[0] <= now:
+                    continue
+                del res[job.job_id]
+                found = self._find_general(sched, job, now, before=r[0])
+                if found is not None:
+                    t, nodes = found
+                    r = (t, _slot_end(t, job.request_time), nodes)
+                    sched.note_reservation(job, t)
+                res[job.job_id] = r
+        self._compress = False
+        for job in queue:
+            if job.job_id in res:
+                continue
+            found = self._find_general(sched, job, now)
+            if found is None:
+                raise SchedulerError(f"job {job.job_id} ({job.nodes} nodes) fits no future state of the machine")
+            t, nodes = found
+            res[job.job_id] = (t, _slot_end(t, job.request_time), nodes)
+            sched.note_reservation(job, t)
+
+    def _find_general(self, sched: "SchedulerEntity", job: Job, now: float, before: float = _INF) -> tuple[float, np.ndarray] | None:
+        """Earliest ``(start, nodes)`` before ``before`` for ``job`` given pinned reservations."""
+        alloc = sched.allocator
+        horizon = _horizon(now)
+        # (time, kind, seq, job, nodes): kind 0 releases before kind 1 commits at one instant.
+        events: list[tuple[float, int, int, Job, np.ndarray]] = []
+        for t, _, j in sched.ends:
+            events.append((t if t >= horizon else horizon, 0, j.seq, j, j.assigned_nodes))
+        jobs_by_id = {j.job_id: j for j in sched.queue}
+        for jid, (s, e, nodes) in self._res.items():
+            rj = jobs_by_id[jid]
+            events.append((s, 1, rj.seq, rj, nodes))
+            events.append((e, 0, rj.seq, rj, nodes))
+        events.sort(key=lambda ev: (ev[0], ev[1], ev[2]))
+        candidates = sorted({ev[0] for ev in events if ev[1] == 0 and ev[0] > now})
+        candidates.insert(0, now)
+        base = sched.state.copy()
+        idx = 0
+        m = len(events)
+        for ts in candidates:
+            if ts >= before:
+                return None
+            while idx < m and events[idx][0] <= ts:
+                t, kind, _, ej, nodes = events[idx]
+                if kind == 0:
+                    alloc.release(ej, nodes, base)
+                else:
+                    alloc.commit(ej, nodes, base)
+                idx += 1
+            win = base
+            end = _slot_end(ts, job.request_time)
+            k = idx
+            while k < m and events[k][0] < end:
+                t, kind, _, ej, nodes = events[k]
+                if kind == 1:
+                    if win is base:
+                        win = base.copy()
+                    alloc.commit(ej, nodes, win)
+                k += 1
+            nodes = alloc.select(job, win)
+            if nodes is not None:
+                return ts, nodes
+        return None
+
+    # -- starting -------------------------------------------------------------------------
+    def _start_due(self, sched: "SchedulerEntity", queue: list[Job], now: float) -> None:
+        res = self._res
+        alloc = sched.allocator
+        for job in queue:
+            r = res.get(job.job_id)
+            if r is None:
+                continue
+            if self.general:
+                if r[0] > now:
+                    continue
+                nodes = r[2]
+            else:
+                if r > now:
+                    continue
+                nodes = alloc.select(job, sched.state)
+                if nodes is None:
+                    raise SchedulerError(f"job {job.job_id} was reserved at t={now!r} but does not fit")
+            del res[job.job_id]
+            sched.start_job(job, nodes)
