@@ -23,6 +23,12 @@ Allocator
     state. A backfill check may commit a job on a copied state and then ``select`` another
     one on that copy, so commit and select must agree on what "placed" means.
 
+    ``combine(states)`` returns a state in which a placement is possible only if it is
+    possible in every one of ``states`` (conservative backfilling checks a slot against
+    the states at every instant of the slot this way). The default intersects the ``free``
+    masks; an allocator with more state overrides it (e.g. taking the union of reserved
+    links).
+
     ``count_only`` is True when only the number of free nodes matters (any ``n`` free nodes
     can host an ``n``-node job, so ``select`` fails exactly when ``job.nodes > n_free``).
     Backfill policies then use fast count arithmetic (shadow time and extra nodes) instead
@@ -131,6 +137,18 @@ class Allocator(ABC):
     def release(self, job: Job, nodes: np.ndarray, state: AllocState) -> None:
         """Free the ``nodes`` of ``job`` in ``state``."""
         state.mark_free(job.job_id, nodes)
+
+    def combine(self, states: "list[AllocState]") -> AllocState:
+        """A state where a placement is valid only if it is valid in all of ``states``."""
+        out = states[0].copy()
+        free = out.free
+        owner = out.owner
+        for st in states[1:]:
+            take = free & ~st.free
+            owner[take] = st.owner[take]
+            free &= st.free
+        out.n_free = int(free.sum())
+        return out
 
     def fits_empty(self, job: Job) -> bool:
         """Whether ``job`` could ever be placed (on the empty machine)."""

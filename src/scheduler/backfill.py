@@ -44,8 +44,8 @@ Conservative backfilling
     IEEE TPDS 12(6), 2001). With a ``count_only`` allocator the plan is a profile of free
     node counts over time. With other allocators a reservation is pinned to the nodes
     ``select`` chose for it: a job fits a slot ``[t, t + request)`` when ``select`` finds
-    nodes on the state at ``t`` with every reservation that starts inside the slot already
-    committed. Pinned plans are more cautious than count profiles (a node released during
+    nodes on ``allocator.combine`` of the states at every instant of the slot (the state at
+    ``t`` and after each later reservation start inside the slot). Pinned plans are more cautious than count profiles (a node released during
     the slot cannot be promised to a reservation starting later in it), so on count-only
     allocators the two paths may differ; the fast path is the classic algorithm. While a
     job runs past its estimate the plan is invalid; it is rebuilt from scratch in priority
@@ -525,16 +525,29 @@ class Conservative(BackfillPolicy):
                 else:
                     alloc.commit(ej, nodes, base)
                 idx += 1
-            win = base
+            # The job's nodes must stay placeable over its whole slot: combine the state at
+            # ts with the state after every later instant of the slot that commits a
+            # reservation (releases inside the slot cannot help a job already running).
             end = _slot_end(ts, job.request_time)
+            later: list = []
+            cur = None
             k = idx
             while k < m and events[k][0] < end:
-                t, kind, _, ej, nodes = events[k]
-                if kind == 1:
-                    if win is base:
-                        win = base.copy()
-                    alloc.commit(ej, nodes, win)
-                k += 1
+                t = events[k][0]
+                commits = False
+                if cur is None:
+                    cur = base.copy()
+                while k < m and events[k][0] == t:
+                    _, kind, _, ej, nodes = events[k]
+                    if kind == 0:
+                        alloc.release(ej, nodes, cur)
+                    else:
+                        alloc.commit(ej, nodes, cur)
+                        commits = True
+                    k += 1
+                if commits:
+                    later.append(cur.copy())
+            win = alloc.combine([base, *later]) if later else base
             nodes = alloc.select(job, win)
             if nodes is not None:
                 return ts, nodes

@@ -39,7 +39,7 @@ import numpy as np
 
 from .job import Job, JobStatus
 
-__all__ = ["JobTable", "SystemMetrics", "job_table", "system_metrics", "TAU"]
+__all__ = ["JobTable", "SystemMetrics", "job_table", "system_metrics", "capacity_violations", "TAU"]
 
 #: The bounded-slowdown threshold in seconds.
 TAU = 10.0
@@ -320,3 +320,38 @@ def system_metrics(jobs: Sequence[Job] | JobTable, n_nodes: int, *, interval: fl
         queue_times=q_t,
         queue_lengths=q_v.astype(np.int64),
     )
+
+
+def capacity_violations(jobs: Sequence[Job], n_nodes: int) -> list[str]:
+    """Every way ``jobs`` break the machine's capacity (empty when none).
+
+    Checks that no instant has more busy nodes than ``n_nodes`` (ends at an instant free
+    nodes before starts at it), that each job ran on exactly ``nodes`` distinct nodes in
+    ``[0, n_nodes)``, and that no node ran two jobs at once.
+    """
+    problems: list[str] = []
+    ran = [j for j in jobs if j.start_time is not None and j.end_time is not None]
+    events = sorted([(j.start_time, 1, j.nodes) for j in ran] + [(j.end_time, 0, -j.nodes) for j in ran])
+    busy = 0
+    for t, _, d in events:
+        busy += d
+        if busy > n_nodes:
+            problems.append(f"{busy} nodes busy at t={t!r} on a {n_nodes}-node machine")
+            break
+    per_node: dict[int, list[tuple[float, float, int]]] = {}
+    for j in ran:
+        nodes = j.assigned_nodes
+        if nodes is None or len(nodes) != j.nodes or len(set(np.asarray(nodes).tolist())) != j.nodes:
+            problems.append(f"job {j.job_id} needs {j.nodes} distinct nodes but was assigned {nodes!r}")
+            continue
+        if len(nodes) and (int(np.min(nodes)) < 0 or int(np.max(nodes)) >= n_nodes):
+            problems.append(f"job {j.job_id} was assigned nodes outside 0..{n_nodes - 1}")
+        for n in np.asarray(nodes).tolist():
+            per_node.setdefault(n, []).append((j.start_time, j.end_time, j.job_id))
+    for n, spans in per_node.items():
+        spans.sort()
+        for (s0, e0, a), (s1, e1, b) in zip(spans, spans[1:]):
+            if s1 < e0:
+                problems.append(f"node {n} ran jobs {a} and {b} at once ({s0}..{e0} and {s1}..{e1})")
+                break
+    return problems
