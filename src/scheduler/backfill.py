@@ -120,8 +120,8 @@ class BackfillPolicy(ABC):
         """Whether a pass is needed even though no node is free (bookkeeping only)."""
         return False
 
-    def job_ended(self, sched: "SchedulerEntity", job: Job, early: bool) -> None:
-        """Called when a running job ends; ``early`` when before its expected end."""
+    def job_ended(self, sched: "SchedulerEntity", job: Job, expected_end: float) -> None:
+        """Called when a running job ends (now); ``expected_end`` is what plans assumed."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(general={self.force_general})"
@@ -390,12 +390,14 @@ class Conservative(BackfillPolicy):
         self._res: dict[int, Any] = {}
         self._profile: CountProfile | None = None
         self._compress = False
+        self._stale = False  # the plan was made while a job overran its estimate
 
     def setup(self, sched: "SchedulerEntity") -> None:
         super().setup(sched)
         self._res.clear()
         self._profile = None
         self._compress = False
+        self._stale = False
 
     @property
     def reservations(self) -> dict[int, Any]:
@@ -405,21 +407,33 @@ class Conservative(BackfillPolicy):
     def needs_pass(self, sched: "SchedulerEntity") -> bool:
         return len(self._res) < len(sched.queue)
 
-    def job_ended(self, sched: "SchedulerEntity", job: Job, early: bool) -> None:
-        # A job that ends at the instant it started (zero length) held a one-instant slot;
-        # compressing lets the next reservation move onto that instant.
-        if early or job.start_time == sched.sim.now:
+    def job_ended(self, sched: "SchedulerEntity", job: Job, expected_end: float) -> None:
+        now = sched.sim.now
+        if now > expected_end:
+            # It overran: the plan counted its nodes free from its expected end.
+            self._stale = True
+        elif now < expected_end or job.start_time == now:
+            # Early: compress. A zero-length job held a one-instant slot; compressing lets
+            # the next reservation move onto that instant.
             self._compress = True
 
     def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
         now = sched.sim.now
         ends = sched.ends
         overrun = bool(ends) and ends[0][0] <= now
+        # A plan made while a job overran assumed it would end at once, and a plan made
+        # before a job overran assumed it would end in time: start afresh.
+        replan = overrun or self._stale
+        self._stale = overrun
         if self.general:
-            self._plan_general(sched, queue, now, overrun)
+            self._plan_general(sched, queue, now, replan)
         else:
-            self._plan_count(sched, queue, now, overrun)
+            self._plan_count(sched, queue, now, replan)
         self._start_due(sched, queue, now)
+        if overrun:
+            # Every event re-plans while a job overruns; waking at reservation times that
+            # were derived from "just after now" would only step through instants.
+            return
         # A reservation may come due at an instant where no job ends: wake up then.
         nxt = _INF
         for r in self._res.values():
@@ -430,12 +444,12 @@ class Conservative(BackfillPolicy):
             sched.wake_at(nxt)
 
     # -- count path -----------------------------------------------------------------------
-    def _plan_count(self, sched: "SchedulerEntity", queue: list[Job], now: float, overrun: bool) -> None:
+    def _plan_count(self, sched: "SchedulerEntity", queue: list[Job], now: float, replan: bool) -> None:
         res = self._res
         prof = self._profile
-        if overrun or prof is None or self._compress:
+        if replan or prof is None or self._compress:
             prof = CountProfile(now, sched.state.n_free, sched.ends, _horizon(now))
-            if overrun:
+            if replan:
                 res.clear()  # the plan assumed ends that did not happen: re-plan from scratch
             else:
                 for job in queue:
@@ -455,7 +469,7 @@ class Conservative(BackfillPolicy):
                     prof.add(s, _slot_end(s, job.request_time), -job.nodes)
             self._compress = False
             # With an overrunning job the profile holds a clamped end that goes stale.
-            self._profile = None if overrun else prof
+            self._profile = None if self._stale else prof
         else:
             prof.trim(now)
         for job in queue:
@@ -469,9 +483,9 @@ class Conservative(BackfillPolicy):
             sched.note_reservation(job, s)
 
     # -- general (pinned) path ------------------------------------------------------------
-    def _plan_general(self, sched: "SchedulerEntity", queue: list[Job], now: float, overrun: bool) -> None:
+    def _plan_general(self, sched: "SchedulerEntity", queue: list[Job], now: float, replan: bool) -> None:
         res = self._res
-        if overrun:
+        if replan:
             res.clear()
         elif self._compress:
             for job in queue:

@@ -353,7 +353,7 @@ class SchedulerEntity(Entity):
         del ends[i]
         self.n_ended += 1
         self.ordering.job_ended(job, now)
-        self.backfill.job_ended(self, job, now < expected)
+        self.backfill.job_ended(self, job, expected)
         self._wake()
 
     def kill(self, job_id: int, reason: str) -> None:

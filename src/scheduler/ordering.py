@@ -200,13 +200,15 @@ class ScoreBasedPriority(OrderingPolicy):
         amount = job.nodes * (now - job.start_time)
         if amount <= 0:
             return
-        scale = 2.0 ** ((now - self._ref) / self.half_life)
-        if scale > 1e100:  # renormalise to keep the stored values finite over long traces
+        x = (now - self._ref) / self.half_life
+        if x > 300.0:  # renormalise to keep the stored values finite over long traces
+            f = 2.0 ** -x  # may underflow to 0: usage that old no longer counts
             for u in self._usage:
-                self._usage[u] /= scale
-            self._total /= scale
+                self._usage[u] *= f
+            self._total *= f
             self._ref = now
-            scale = 1.0
+            x = 0.0
+        scale = 2.0 ** x
         self._usage[job.user] = self._usage.get(job.user, 0.0) + amount * scale
         self._total += amount * scale
         self._fs.clear()
