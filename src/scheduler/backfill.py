@@ -98,9 +98,17 @@ class BackfillPolicy(ABC):
 
     ``general=True`` forces the general (allocator-driven) path even for count-only
     allocators; it exists to test that both paths agree.
+
+    ``scope`` says which queued jobs the policy needs to see, so that the scheduler can
+    skip ordering the others when the queue is long (the policy must decide the same on
+    the reduced list): ``"all"`` (it plans for every job: conservative), ``"fits"`` (the
+    jobs that could fit the free nodes, plus the first job in priority order that could
+    not, which may be the blocked head: EASY, first-fit), ``"prefix"`` (only the jobs
+    before that first one, and it: strict order).
     """
 
     name: ClassVar[str] = ""
+    scope: ClassVar[str] = "all"
 
     def __init__(self, *, general: bool = False, **options: Any):
         if options:
@@ -154,6 +162,7 @@ class NoBackfill(BackfillPolicy):
     """Strict queue order: start head jobs while the head fits."""
 
     name = "none"
+    scope = "prefix"
 
     def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
         alloc = sched.allocator
@@ -172,6 +181,7 @@ class FirstFit(BackfillPolicy):
     """Any job that fits now, in priority order (FCFS/BF)."""
 
     name = "firstfit"
+    scope = "fits"
 
     def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
         alloc = sched.allocator
@@ -192,6 +202,7 @@ class Easy(BackfillPolicy):
     """EASY backfilling: one reservation, for the blocked head job."""
 
     name = "easy"
+    scope = "fits"
 
     def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
         alloc = sched.allocator
@@ -383,6 +394,7 @@ class Conservative(BackfillPolicy):
     """Conservative backfilling: every queued job holds a reservation (see module docstring)."""
 
     name = "conservative"
+    scope = "all"
 
     def __init__(self, *, general: bool = False, **options: Any):
         super().__init__(general=general, **options)

@@ -57,7 +57,7 @@ from pdes import Entity, RunStats, Simulator
 from .allocator import Allocator, make_allocator
 from .errors import SchedulerError, UserError
 from .job import Job, JobStatus, fresh_copies
-from .ordering import OrderingPolicy, make_ordering
+from .ordering import OrderingPolicy, QueueColumns, make_ordering
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backfill import BackfillPolicy
@@ -66,6 +66,10 @@ __all__ = ["JobRunner", "TimekeeperRunner", "SchedulerEntity", "ScheduleResult",
 
 _RUNNING = JobStatus.RUNNING
 _QUEUED = JobStatus.QUEUED
+
+
+def _seq_of(job: Job) -> int:
+    return job.seq
 
 
 class JobRunner(Protocol):
@@ -164,6 +168,12 @@ class SchedulerEntity(Entity):
         self._static = not ordering.dynamic
         self._queue: list[Job] = []
         self._qkeys: list[tuple[Any, int]] = []
+        self._key_of: dict[int, tuple[Any, int]] = {}  # seq -> queue key (static policies)
+        self._started_now: list[Job] = []
+        # Columns of the queue for policies with vectorised keys (dynamic ones).
+        self._cols: QueueColumns | None = None
+        if not self._static and type(ordering).keys is not OrderingPolicy.keys:
+            self._cols = QueueColumns()
         # Running jobs: id -> job, and (expected end, seq, job) sorted by expected end.
         self._running: dict[int, Job] = {}
         self.ends: list[tuple[float, int, Job]] = []
@@ -224,8 +234,11 @@ class SchedulerEntity(Entity):
             i = bisect_right(self._qkeys, k)
             self._qkeys.insert(i, k)
             self._queue.insert(i, job)
+            self._key_of[job.seq] = k
         else:
-            self._queue.append(job)
+            self._queue.append(job)  # arrival order: sorted by seq
+            if self._cols is not None:
+                self._cols.append(job)
 
     # -- the scheduling loop --------------------------------------------------------------
     def wake_at(self, t: float) -> None:
@@ -264,21 +277,74 @@ class SchedulerEntity(Entity):
         if self.state.n_free == 0 and not self._always_pass and not self.backfill.needs_pass(self):
             return  # nothing can start: every job needs at least one node
         self.passes += 1
-        ordered = queue if self._static else self.ordering.order(queue, now)
-        started = self.n_started
+        if self._static:
+            ordered = queue
+        elif self._cols is not None:
+            ordered = self._order_vectorised(queue, now)
+        else:
+            ordered = self.ordering.order(queue, now)
         self._in_pass = True
         try:
             self.backfill.schedule(self, ordered)
         finally:
             self._in_pass = False
-        if self.n_started != started:
-            if self._static:
+        started = self._started_now
+        if started:
+            self._started_now = []
+            self._dequeue(started)
+
+    def _order_vectorised(self, queue: list[Job], now: float) -> list[Job]:
+        cols = self._cols
+        keys = self.ordering.keys(cols, now)
+        seq = cols.seq
+        scope = self.backfill.scope
+        big = cols.nodes > self.state.n_free if scope != "all" else None
+        if big is None or not big.any():
+            idx = np.lexsort((seq, keys))
+        else:
+            # Only the first job (in priority order) too large for the free nodes, and the
+            # jobs that could fit (before it, for a strict-order policy), can matter now.
+            kmin = np.where(big, keys, np.inf).min()
+            ties = np.flatnonzero(big & (keys == kmin))
+            first = int(ties[np.argmin(seq[ties])])
+            sel = ~big
+            if scope == "prefix":
+                sel &= (keys < kmin) | ((keys == kmin) & (seq < seq[first]))
+            sel[first] = True
+            idx = np.flatnonzero(sel)
+            idx = idx[np.lexsort((seq[idx], keys[idx]))]
+        return [queue[i] for i in idx.tolist()]
+
+    def _dequeue(self, started: list[Job]) -> None:
+        """Remove jobs that just started from the queue (it may hold tens of thousands)."""
+        queue = self._queue
+        static = self._static
+        key_of = self._key_of
+        if len(started) * 16 >= len(queue):
+            if static:
                 keep = [i for i, j in enumerate(queue) if j.status is _QUEUED]
                 self._queue = [queue[i] for i in keep]
                 qk = self._qkeys
                 self._qkeys = [qk[i] for i in keep]
+                for j in started:
+                    del key_of[j.seq]
             else:
+                if self._cols is not None:
+                    self._cols.delete([i for i, j in enumerate(queue) if j.status is not _QUEUED])
                 self._queue = [j for j in queue if j.status is _QUEUED]
+            return
+        if static:
+            keys = self._qkeys
+            for j in started:
+                i = bisect_left(keys, key_of.pop(j.seq))
+                del keys[i]
+                del queue[i]
+        else:
+            positions = [bisect_left(queue, j.seq, key=_seq_of) for j in started]
+            if self._cols is not None:
+                self._cols.delete(positions)
+            for i in sorted(positions, reverse=True):
+                del queue[i]
 
     # -- launching and ending -------------------------------------------------------------
     def start_job(self, job: Job, nodes: np.ndarray) -> None:
@@ -295,6 +361,7 @@ class SchedulerEntity(Entity):
         self._running[job.job_id] = job
         insort(self.ends, (now + job.request_time, job.seq, job))
         self.n_started += 1
+        self._started_now.append(job)
         self.ordering.job_started(job, now)
         self.runner.start(self, job, nodes)
         if self._walltime_timers:

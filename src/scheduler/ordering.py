@@ -4,7 +4,10 @@ A policy gives each queued job a sort key (:meth:`OrderingPolicy.key`, smallest 
 are broken by arrival order (FCFS), so every order is total and deterministic. A *static*
 policy's key is fixed at submission, so the scheduler keeps the queue sorted by insertion;
 a *dynamic* policy (``dynamic = True``: its keys change with time or usage) is re-sorted at
-every scheduling pass that can start a job.
+every scheduling pass that can start a job. A dynamic policy may compute all keys at once
+from the queue's columns (:meth:`OrderingPolicy.keys`, numpy), which keeps passes over queues
+of thousands of jobs cheap; :meth:`~OrderingPolicy.order` then uses it too (and the built-in
+policies compute :meth:`~OrderingPolicy.key` through it), so every path gives the same keys.
 
 ========  ======================================================================  =======
 name      order                                                                   dynamic
@@ -43,6 +46,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence, TypeVar
 
+import numpy as np
+
 from .errors import UserError
 from .job import Job
 
@@ -55,6 +60,7 @@ __all__ = [
     "MultiQueuePriority",
     "QueueSpec",
     "WFP",
+    "QueueColumns",
     "ORDERINGS",
     "register_ordering",
     "make_ordering",
@@ -89,13 +95,94 @@ class OrderingPolicy(ABC):
     def job_ended(self, job: Job, now: float) -> None:
         """Called when ``job`` ends (usage accounting)."""
 
+    def keys(self, cols: "QueueColumns", now: float) -> np.ndarray | None:
+        """Vectorised keys (float64, one per queued job, smaller first), or None when the
+        policy only has :meth:`key`."""
+        return None
+
     def order(self, jobs: Sequence[Job], now: float) -> list[Job]:
-        """``jobs`` in priority order at time ``now``."""
+        """``jobs`` in priority order at time ``now`` (ties by ``seq``, arrival order)."""
+        if type(self).keys is not OrderingPolicy.keys:
+            cols = QueueColumns.of(jobs)
+            idx = np.lexsort((cols.seq, self.keys(cols, now)))
+            return [jobs[i] for i in idx.tolist()]
         key = self.key
         return sorted(jobs, key=lambda j: (key(j, now), j.seq))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+class QueueColumns:
+    """Columns of the waiting jobs in arrival order (numpy, grown by doubling).
+
+    ``submit``, ``request``, ``nodes``, ``user`` and ``seq`` are views of the first ``n``
+    rows; the scheduler keeps them in step with its queue.
+    """
+
+    __slots__ = ("n", "_submit", "_request", "_nodes", "_user", "_seq")
+
+    def __init__(self, capacity: int = 64):
+        self.n = 0
+        self._submit = np.empty(capacity)
+        self._request = np.empty(capacity)
+        self._nodes = np.empty(capacity, dtype=np.int64)
+        self._user = np.empty(capacity, dtype=np.int64)
+        self._seq = np.empty(capacity, dtype=np.int64)
+
+    def append(self, job: Job) -> None:
+        n = self.n
+        if n == len(self._seq):
+            for name in QueueColumns.__slots__[1:]:
+                a = getattr(self, name)
+                b = np.empty(2 * len(a), dtype=a.dtype)
+                b[:n] = a[:n]
+                setattr(self, name, b)
+        self._submit[n] = job.submit_time
+        self._request[n] = job.request_time
+        self._nodes[n] = job.nodes
+        self._user[n] = job.user
+        self._seq[n] = job.seq
+        self.n = n + 1
+
+    @classmethod
+    def of(cls, jobs: Sequence[Job]) -> "QueueColumns":
+        """Columns of ``jobs`` (in the given order)."""
+        c = cls(max(len(jobs), 1))
+        for j in jobs:
+            c.append(j)
+        return c
+
+    def delete(self, positions: Sequence[int]) -> None:
+        """Remove the rows at ``positions``."""
+        n = self.n
+        keep = np.ones(n, dtype=bool)
+        keep[list(positions)] = False
+        m = int(keep.sum())
+        for name in QueueColumns.__slots__[1:]:
+            a = getattr(self, name)
+            a[:m] = a[:n][keep]
+        self.n = m
+
+    @property
+    def submit(self) -> np.ndarray:
+        return self._submit[: self.n]
+
+    @property
+    def request(self) -> np.ndarray:
+        return self._request[: self.n]
+
+    @property
+    def nodes(self) -> np.ndarray:
+        return self._nodes[: self.n]
+
+    @property
+    def user(self) -> np.ndarray:
+        return self._user[: self.n]
+
+    @property
+    def seq(self) -> np.ndarray:
+        return self._seq[: self.n]
 
 
 ORDERINGS: dict[str, type[OrderingPolicy]] = {}
@@ -184,15 +271,26 @@ class ScoreBasedPriority(OrderingPolicy):
         self.half_life = _positive(self.name, "half_life", half_life)
         # Decayed usage kept relative to a reference time: usage(t) = stored * 2**(-(t-ref)/h).
         # All users decay alike, so their shares need no per-event decay of every user.
-        self._usage: dict[int, float] = {}
+        # Users get dense indices in order of first submission.
+        self._dense: dict[int, int] = {}
+        self._usage = np.zeros(16)
         self._total = 0.0
         self._ref = 0.0
-        self._fs: dict[int, float] = {}
+        self._fs: np.ndarray | None = None  # F of every known user, until usage changes
+        self._lookup: tuple[np.ndarray, np.ndarray] | None = None  # sorted ids -> dense
+
+    def _index(self, user: int) -> int:
+        d = self._dense.get(user)
+        if d is None:
+            d = self._dense[user] = len(self._dense)
+            if d == len(self._usage):
+                self._usage = np.concatenate([self._usage, np.zeros(len(self._usage))])
+            self._fs = None
+            self._lookup = None
+        return d
 
     def job_submitted(self, job: Job, now: float) -> None:
-        if job.user not in self._usage:
-            self._usage[job.user] = 0.0
-            self._fs.clear()
+        self._index(job.user)
 
     def job_ended(self, job: Job, now: float) -> None:
         if job.start_time is None:
@@ -203,36 +301,55 @@ class ScoreBasedPriority(OrderingPolicy):
         x = (now - self._ref) / self.half_life
         if x > 300.0:  # renormalise to keep the stored values finite over long traces
             f = 2.0 ** -x  # may underflow to 0: usage that old no longer counts
-            for u in self._usage:
-                self._usage[u] *= f
+            self._usage *= f
             self._total *= f
             self._ref = now
             x = 0.0
         scale = 2.0 ** x
-        self._usage[job.user] = self._usage.get(job.user, 0.0) + amount * scale
+        self._usage[self._index(job.user)] += amount * scale
         self._total += amount * scale
-        self._fs.clear()
+        self._fs = None
+
+    def _fairshares(self) -> np.ndarray:
+        """F of every known user (dense order), computed once per usage change."""
+        fs = self._fs
+        if fs is None:
+            n = len(self._dense)
+            if self._total <= 0.0:
+                fs = np.ones(n)
+            else:
+                fs = np.exp2(-(self._usage[:n] / self._total) * max(n, 1))
+            self._fs = fs
+        return fs
 
     def fairshare(self, user: int) -> float:
         """The fair-share factor F of ``user`` in [0, 1] (1: used nothing yet)."""
-        f = self._fs.get(user)
-        if f is None:
-            if self._total <= 0.0:
-                f = 1.0
-            else:
-                n_users = max(len(self._usage), 1)
-                f = 2.0 ** (-(self._usage.get(user, 0.0) / self._total) * n_users)
-            self._fs[user] = f
-        return f
+        d = self._dense.get(user)
+        return 1.0 if d is None else float(self._fairshares()[d])
 
     def score(self, job: Job, now: float) -> float:
-        age = min((now - job.submit_time) / self.max_age, 1.0)
-        return (self.weight_fairshare * self.fairshare(job.user)
-                + self.weight_age * age
-                + self.weight_size * job.nodes / self.n_nodes)
+        return float(-self.keys(QueueColumns.of([job]), now)[0])
 
     def key(self, job: Job, now: float) -> float:
         return -self.score(job, now)
+
+    def keys(self, cols: QueueColumns, now: float) -> np.ndarray:
+        lookup = self._lookup
+        if lookup is None:
+            ids = np.fromiter(self._dense, dtype=np.int64, count=len(self._dense))
+            order = np.argsort(ids)
+            lookup = self._lookup = (ids[order], order)
+        users = cols.user
+        pos = np.searchsorted(lookup[0], users)
+        pos = np.minimum(pos, max(len(lookup[0]) - 1, 0))
+        known = lookup[0][pos] == users if len(lookup[0]) else np.zeros(len(users), bool)
+        fs_all = self._fairshares()
+        fs = np.where(known, fs_all[lookup[1][pos]] if len(fs_all) else 1.0, 1.0)
+        age = np.minimum((now - cols.submit) / self.max_age, 1.0)
+        score = (self.weight_fairshare * fs
+                 + self.weight_age * age
+                 + self.weight_size * cols.nodes / self.n_nodes)
+        return -score
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -331,6 +448,8 @@ class WFP(OrderingPolicy):
     dynamic = True
 
     def key(self, job: Job, now: float) -> float:
-        r = job.request_time if job.request_time >= 1.0 else 1.0
-        x = (now - job.submit_time) / r
-        return -(x * x * x) * job.nodes
+        return float(self.keys(QueueColumns.of([job]), now)[0])
+
+    def keys(self, cols: QueueColumns, now: float) -> np.ndarray:
+        x = (now - cols.submit) / np.maximum(cols.request, 1.0)
+        return -(x * x * x) * cols.nodes
