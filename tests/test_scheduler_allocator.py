@@ -68,15 +68,15 @@ def test_state_refuses_double_allocation_and_foreign_release():
         a.release(J(3, 1), np.array([0]), st)
 
 
-def test_combine_intersects_free_nodes():
-    a = make_allocator("firstfree", n_nodes=4)
-    s1, s2 = a.new_state(), a.new_state()
-    a.commit(J(1, 1), np.array([0]), s1)
-    a.commit(J(2, 2), np.array([2, 3]), s2)
-    c = a.combine([s1, s2])
-    assert c.free.tolist() == [False, True, False, False] and c.n_free == 1
-    assert c.owner.tolist() == [1, -1, 2, 2]
-    assert s1.n_free == 3  # inputs untouched
+def test_block_marks_nodes_busy_whether_or_not_free():
+    a = make_allocator("firstfree", n_nodes=5)
+    st = a.new_state()
+    a.commit(J(1, 2), np.array([0, 1]), st)
+    a.block([(J(2, 2), np.array([1, 2])), (J(3, 1), np.array([4]))], st)
+    assert st.free.tolist() == [False, False, False, True, False] and st.n_free == 1
+    assert st.owner.tolist() == [1, 1, 2, -1, 3]
+    a.block([], st)
+    assert st.n_free == 1
 
 
 def test_registry_and_construction_errors():

@@ -23,11 +23,12 @@ Allocator
     state. A backfill check may commit a job on a copied state and then ``select`` another
     one on that copy, so commit and select must agree on what "placed" means.
 
-    ``combine(states)`` returns a state in which a placement is possible only if it is
-    possible in every one of ``states`` (conservative backfilling checks a slot against
-    the states at every instant of the slot this way). The default intersects the ``free``
-    masks; an allocator with more state overrides it (e.g. taking the union of reserved
-    links).
+    ``block(placements, state)`` marks what each ``(job, nodes)`` of ``placements`` would
+    hold as unavailable in ``state``, whether or not it is free there (a union, unlike
+    ``commit``): conservative backfilling checks a slot ``[t, t + request)`` by selecting on
+    the state at ``t`` with every reservation that starts inside the slot blocked. The
+    default marks the nodes busy; an allocator with more state also blocks the rest (e.g.
+    the links the jobs would reserve).
 
     ``count_only`` is True when only the number of free nodes matters (any ``n`` free nodes
     can host an ``n``-node job, so ``select`` fails exactly when ``job.nodes > n_free``).
@@ -48,7 +49,7 @@ Registry
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Any, ClassVar, Sequence, TypeVar
 
 import numpy as np
 
@@ -138,17 +139,17 @@ class Allocator(ABC):
         """Free the ``nodes`` of ``job`` in ``state``."""
         state.mark_free(job.job_id, nodes)
 
-    def combine(self, states: "list[AllocState]") -> AllocState:
-        """A state where a placement is valid only if it is valid in all of ``states``."""
-        out = states[0].copy()
-        free = out.free
-        owner = out.owner
-        for st in states[1:]:
-            take = free & ~st.free
-            owner[take] = st.owner[take]
-            free &= st.free
-        out.n_free = int(free.sum())
-        return out
+    def block(self, placements: "Sequence[tuple[Job, np.ndarray]]", state: AllocState) -> None:
+        """Mark the nodes of every ``(job, nodes)`` unavailable in ``state`` (a union)."""
+        if not placements:
+            return
+        nodes = np.concatenate([n for _, n in placements])
+        ids = np.repeat(np.array([j.job_id for j, _ in placements], dtype=np.int64),
+                        [len(n) for _, n in placements])
+        newly = state.free[nodes]
+        state.owner[nodes[newly]] = ids[newly]
+        state.free[nodes] = False
+        state.n_free = int(np.count_nonzero(state.free))
 
     def fits_empty(self, job: Job) -> bool:
         """Whether ``job`` could ever be placed (on the empty machine)."""

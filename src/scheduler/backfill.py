@@ -44,8 +44,8 @@ Conservative backfilling
     IEEE TPDS 12(6), 2001). With a ``count_only`` allocator the plan is a profile of free
     node counts over time. With other allocators a reservation is pinned to the nodes
     ``select`` chose for it: a job fits a slot ``[t, t + request)`` when ``select`` finds
-    nodes on ``allocator.combine`` of the states at every instant of the slot (the state at
-    ``t`` and after each later reservation start inside the slot). Pinned plans are more cautious than count profiles (a node released during
+    nodes on the state at ``t`` with every reservation that starts inside the slot blocked
+    (``allocator.block``); a count profile of the same plan rules out most slots first. Pinned plans are more cautious than count profiles (a node released during
     the slot cannot be promised to a reservation starting later in it), so on count-only
     allocators the two paths may differ; the fast path is the classic algorithm. While a
     job runs past its estimate the plan is invalid; it is rebuilt from scratch in priority
@@ -57,6 +57,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from bisect import bisect_left, bisect_right
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
@@ -81,6 +82,7 @@ __all__ = [
 ]
 
 _INF = math.inf
+_first = itemgetter(0)
 
 
 def _horizon(now: float) -> float:
@@ -315,18 +317,26 @@ class CountProfile:
 
     __slots__ = ("times", "free")
 
-    def __init__(self, now: float, free_now: int, ends: list, horizon: float):
+    def __init__(self, now: float, free_now: int, ends: list, horizon: float,
+                 slots: "list[tuple[float, float, int]] | tuple" = ()):
+        """The profile from ``now``: ``free_now`` nodes, plus the nodes of each running job
+        (``ends`` rows ``(expected end, seq, job)``, clamped to ``horizon``) at its end, minus
+        each reserved slot ``(start, end, nodes)``."""
+        deltas = [(e[0] if e[0] >= horizon else horizon, e[2].nodes) for e in ends]
+        for a, b, k in slots:
+            deltas.append((a, -k))
+            deltas.append((b, k))
+        deltas.sort(key=_first)
         times = [now]
         free = [free_now]
-        for e in ends:
-            t = e[0]
-            if t < horizon:
-                t = horizon
-            if t == times[-1]:
-                free[-1] += e[2].nodes
+        last = now
+        for t, d in deltas:
+            if t == last:
+                free[-1] += d
             else:
                 times.append(t)
-                free.append(free[-1] + e[2].nodes)
+                free.append(free[-1] + d)
+                last = t
         self.times = times
         self.free = free
 
@@ -358,32 +368,63 @@ class CountProfile:
         for k in range(a, b):
             free[k] += delta
 
-    def find(self, nodes: int, duration: float, before: float = _INF) -> float | None:
+    def find(self, nodes: int, duration: float, before: float = _INF,
+             own: tuple[float, float, int] | None = None) -> float | None:
         """The earliest breakpoint ``t < before`` with ``nodes`` free on ``[t, t + duration)``.
 
-        A job of zero duration still needs its nodes at ``t``.
+        A job of zero duration still needs its nodes at ``t``. ``own = (start, end, k)``
+        counts ``k`` more nodes free on ``[start, end)``: the job's own current slot, so
+        that a job can be moved without first taking its slot out.
         """
         times = self.times
         free = self.free
         m = len(times)
+        o_start, o_end, o_k = own if own is not None else (_INF, _INF, 0)
         k = 0
         while k < m:
             t = times[k]
             if t >= before:
                 return None
-            if free[k] < nodes:
+            f = free[k]
+            if o_start <= t < o_end:
+                f += o_k
+            if f < nodes:
                 k += 1
                 continue
             end = t + duration
             j = k + 1
-            while j < m and times[j] < end:
-                if free[j] < nodes:
+            while j < m:
+                tj = times[j]
+                if tj >= end:
+                    break
+                f = free[j]
+                if o_start <= tj < o_end:
+                    f += o_k
+                if f < nodes:
                     break
                 j += 1
             else:
                 return t
+            if j < m and times[j] >= end:
+                return t
             k = j + 1
         return None
+
+    def fits(self, t: float, nodes: int, duration: float, own: tuple[float, float, int] | None = None) -> bool:
+        """Whether ``nodes`` are free on all of ``[t, t + duration)`` (``own`` as in find)."""
+        times = self.times
+        free = self.free
+        o_start, o_end, o_k = own if own is not None else (_INF, _INF, 0)
+        k = max(bisect_right(times, t) - 1, 0)
+        end = t + duration
+        m = len(times)
+        while True:
+            f = free[k] + (o_k if o_start <= times[k] < o_end else 0)
+            if f < nodes:
+                return False
+            k += 1
+            if k >= m or times[k] >= end:
+                return True
 
     def __repr__(self) -> str:
         return f"CountProfile({list(zip(self.times, self.free))})"
@@ -460,25 +501,33 @@ class Conservative(BackfillPolicy):
         res = self._res
         prof = self._profile
         if replan or prof is None or self._compress:
-            prof = CountProfile(now, sched.state.n_free, sched.ends, _horizon(now))
             if replan:
                 res.clear()  # the plan assumed ends that did not happen: re-plan from scratch
-            else:
-                for job in queue:
-                    s = res.get(job.job_id)
-                    if s is not None:
-                        prof.add(s, _slot_end(s, job.request_time), -job.nodes)
+            slots = []
+            for job in queue:
+                s = res.get(job.job_id)
+                if s is not None:
+                    slots.append((s, _slot_end(s, job.request_time), job.nodes))
+            prof = CountProfile(now, sched.state.n_free, sched.ends, _horizon(now), slots)
+            if slots:
+                # Compress: in priority order, move each reservation to its earliest slot
+                # (its own current slot counting as free), never later than it is.
+                times = prof.times
+                free = prof.free
                 for job in queue:
                     s = res.get(job.job_id)
                     if s is None or s <= now:
                         continue
-                    prof.add(s, _slot_end(s, job.request_time), job.nodes)
-                    t = prof.find(job.nodes, job.request_time, before=s)
+                    # Quick test: no instant before s has enough free nodes to start it.
+                    if max(free[: bisect_left(times, s)], default=-1) < job.nodes:
+                        continue
+                    e = _slot_end(s, job.request_time)
+                    t = prof.find(job.nodes, job.request_time, before=s, own=(s, e, job.nodes))
                     if t is not None:
-                        s = t
-                        res[job.job_id] = s
-                        sched.note_reservation(job, s)
-                    prof.add(s, _slot_end(s, job.request_time), -job.nodes)
+                        prof.add(s, e, job.nodes)
+                        prof.add(t, _slot_end(t, job.request_time), -job.nodes)
+                        res[job.job_id] = t
+                        sched.note_reservation(job, t)
             self._compress = False
             # With an overrunning job the profile holds a clamped end that goes stale.
             self._profile = None if self._stale else prof
@@ -499,31 +548,54 @@ class Conservative(BackfillPolicy):
         res = self._res
         if replan:
             res.clear()
-        elif self._compress:
+        # A count profile of the same plan: being placeable needs enough free nodes, so it
+        # rules out most slots before the allocator is asked about copied states.
+        slots = []
+        for job in queue:
+            r = res.get(job.job_id)
+            if r is not None:
+                slots.append((r[0], r[1], job.nodes))
+        prof = CountProfile(now, sched.state.n_free, sched.ends, _horizon(now), slots)
+        if self._compress and slots:
+            times = prof.times
+            free = prof.free
             for job in queue:
                 r = res.get(job.job_id)
                 if r is None or r[0] <= now:
                     continue
+                s, e, _ = r
+                if max(free[: bisect_left(times, s)], default=-1) < job.nodes:
+                    continue
+                own = (s, e, job.nodes)
+                if prof.find(job.nodes, job.request_time, before=s, own=own) is None:
+                    continue
                 del res[job.job_id]
-                found = self._find_general(sched, job, now, before=r[0])
-                if found is not None:
-                    t, nodes = found
-                    r = (t, _slot_end(t, job.request_time), nodes)
-                    sched.note_reservation(job, t)
-                res[job.job_id] = r
+                found = self._find_general(sched, job, now, prof, before=s, own=own)
+                if found is None:
+                    res[job.job_id] = r
+                    continue
+                t, nodes = found
+                res[job.job_id] = (t, _slot_end(t, job.request_time), nodes)
+                prof.add(s, e, job.nodes)
+                prof.add(t, _slot_end(t, job.request_time), -job.nodes)
+                sched.note_reservation(job, t)
         self._compress = False
         for job in queue:
             if job.job_id in res:
                 continue
-            found = self._find_general(sched, job, now)
+            found = self._find_general(sched, job, now, prof)
             if found is None:
                 raise SchedulerError(f"job {job.job_id} ({job.nodes} nodes) fits no future state of the machine")
             t, nodes = found
             res[job.job_id] = (t, _slot_end(t, job.request_time), nodes)
+            prof.add(t, _slot_end(t, job.request_time), -job.nodes)
             sched.note_reservation(job, t)
 
-    def _find_general(self, sched: "SchedulerEntity", job: Job, now: float, before: float = _INF) -> tuple[float, np.ndarray] | None:
-        """Earliest ``(start, nodes)`` before ``before`` for ``job`` given pinned reservations."""
+    def _find_general(self, sched: "SchedulerEntity", job: Job, now: float, prof: CountProfile,
+                      before: float = _INF, own: tuple[float, float, int] | None = None,
+                      ) -> tuple[float, np.ndarray] | None:
+        """Earliest ``(start, nodes)`` before ``before`` for ``job`` given pinned reservations
+        (``job`` holds none of them; ``own`` is its former slot, still in ``prof``)."""
         alloc = sched.allocator
         horizon = _horizon(now)
         # (time, kind, seq, job, nodes): kind 0 releases before kind 1 commits at one instant.
@@ -536,6 +608,8 @@ class Conservative(BackfillPolicy):
             events.append((s, 1, rj.seq, rj, nodes))
             events.append((e, 0, rj.seq, rj, nodes))
         events.sort(key=lambda ev: (ev[0], ev[1], ev[2]))
+        commit_times = [ev[0] for ev in events if ev[1] == 1]
+        commits = [(ev[3], ev[4]) for ev in events if ev[1] == 1]
         candidates = sorted({ev[0] for ev in events if ev[1] == 0 and ev[0] > now})
         candidates.insert(0, now)
         base = sched.state.copy()
@@ -551,29 +625,17 @@ class Conservative(BackfillPolicy):
                 else:
                     alloc.commit(ej, nodes, base)
                 idx += 1
-            # The job's nodes must stay placeable over its whole slot: combine the state at
-            # ts with the state after every later instant of the slot that commits a
-            # reservation (releases inside the slot cannot help a job already running).
-            end = _slot_end(ts, job.request_time)
-            later: list = []
-            cur = None
-            k = idx
-            while k < m and events[k][0] < end:
-                t = events[k][0]
-                commits = False
-                if cur is None:
-                    cur = base.copy()
-                while k < m and events[k][0] == t:
-                    _, kind, _, ej, nodes = events[k]
-                    if kind == 0:
-                        alloc.release(ej, nodes, cur)
-                    else:
-                        alloc.commit(ej, nodes, cur)
-                        commits = True
-                    k += 1
-                if commits:
-                    later.append(cur.copy())
-            win = alloc.combine([base, *later]) if later else base
+            if not prof.fits(ts, job.nodes, job.request_time, own):
+                continue
+            # The job's nodes must stay placeable over its whole slot: block, on a copy of the
+            # state at ts, what every reservation starting inside the slot will hold
+            # (releases inside the slot cannot help a job that is already running).
+            inside = commits[bisect_right(commit_times, ts): bisect_left(commit_times, _slot_end(ts, job.request_time))]
+            if inside:
+                win = base.copy()
+                alloc.block(inside, win)
+            else:
+                win = base
             nodes = alloc.select(job, win)
             if nodes is not None:
                 return ts, nodes
