@@ -118,6 +118,13 @@ def test_workload_errors():
         simulate([J(1, 1, 0, 1)], n_nodes=2, allocator="best")
 
 
+def test_empty_and_fully_rejected_workloads_end_cleanly():
+    res = simulate([], n_nodes=4)
+    assert res.jobs == [] and res.stats.blocked == [] and res.stats.events == 1
+    res = simulate([J(1, 8, 3, 5)], n_nodes=4, oversized="reject")
+    assert res.jobs[0].status == "rejected" and res.stats.blocked == []
+
+
 def test_inputs_are_left_untouched_by_default():
     jobs = [J(1, 1, 0, 5)]
     res = simulate(jobs, n_nodes=1)

@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 import time as _time
 from bisect import bisect_left, bisect_right, insort
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 import numpy as np
@@ -80,7 +80,8 @@ class JobRunner(Protocol):
     of the scheduler or of an entity added before it), or a ``job_end`` service event with
     data ``(job_id, status, info)``. It must not call ``job_ended`` from inside ``start``
     (that runs within a scheduling pass). ``kill`` ends a running job now (it calls
-    ``sched.job_ended(job.job_id, "killed", {"reason": reason})``).
+    ``sched.job_ended(job.job_id, "killed", {"reason": reason})``); the runner must then
+    not report that job's end again.
 
     ``enforces_walltime``: True when the runner itself ends jobs at their requested time
     when ``sched.kill_overrun`` is set; otherwise the scheduler sets a walltime timer per
@@ -260,13 +261,12 @@ class SchedulerEntity(Entity):
             p.wake()
 
     def _loop(self) -> None:
-        while True:
+        # Runs until every job was submitted and has ended (or was rejected).
+        while self._next < len(self.jobs) or self._queue or self._running:
             if not self._dirty:
                 self.hibernate()
             self._dirty = False
             self._pass()
-            if self._next >= len(self.jobs) and not self._queue and not self._running:
-                return
 
     def _pass(self) -> None:
         now = self.sim.now
@@ -449,7 +449,6 @@ class ScheduleResult:
     passes: int
     wall_s: float
     reservation_log: list[tuple[float, int, float]] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ran(self) -> list[Job]:
@@ -477,7 +476,9 @@ def simulate(
 ) -> ScheduleResult:
     """Run ``jobs`` through a scheduler on a machine of ``n_nodes`` nodes; sequential.
 
-    The parts are given by name (with ``*_options``) or as built objects. ``oversized``
+    The parts are given by name (with ``*_options``) or as built objects (ordering and
+    backfill objects keep run state, such as usage or reservations: use one per run).
+    ``oversized``
     says what to do with a job that can never fit the machine: ``"error"`` raises
     :class:`UserError` naming it, ``"reject"`` marks it rejected and goes on. With
     ``copy=True`` the simulation runs on fresh copies of ``jobs`` (returned in the result)
