@@ -21,7 +21,7 @@ from scheduler.backfill import BACKFILLS, CountProfile, Easy, make_backfill
 from scheduler.errors import UserError
 from scheduler.job import Job
 from scheduler.lifecycle import simulate
-from scheduler.metrics import capacity_violations
+from scheduler.metrics import capacity_violations, job_table
 from scheduler.ordering import QueueSpec
 from scheduler.swf import read_swf
 from scheduler.workload import Constant, Exponential, LogNormal, PowerOfTwo, SyntheticWorkload, Uniform
@@ -213,6 +213,9 @@ def test_easy_head_starts_exactly_at_its_first_shadow_time_with_exact_estimates(
     first = {j.job_id: j.reservation_time for j in heads}
     for _, jid, t in res.reservation_log:
         assert t == first[jid]
+    # Recording changes nothing.
+    plain = simulate(jobs, n_nodes=n, backfill="easy")
+    assert job_table(plain.jobs).equals(job_table(res.jobs))
 
 
 @pytest.mark.parametrize("general", [False, True])
@@ -235,6 +238,8 @@ def test_conservative_never_delays_a_reservation(exact, general):
     else:
         assert moved > 10  # early ends did compress the plan
     assert capacity_violations(res.jobs, 32) == []
+    plain = simulate(jobs, n_nodes=32, backfill="conservative", backfill_options={"general": general})
+    assert job_table(plain.jobs).equals(job_table(res.jobs))
 
 
 @pytest.mark.parametrize("backfill", sorted(BACKFILLS))

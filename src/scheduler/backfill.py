@@ -127,7 +127,9 @@ class BackfillPolicy(ABC):
         """Start jobs of ``queue`` (priority order) with ``sched.start_job(job, nodes)``."""
 
     def needs_pass(self, sched: "SchedulerEntity") -> bool:
-        """Whether a pass is needed even though no node is free (bookkeeping only)."""
+        """Whether a pass is needed although no node is free (no job can start, but the
+        policy has plans to make; ``sched.arrived`` counts the jobs queued since the last
+        pass)."""
         return False
 
     def job_ended(self, sched: "SchedulerEntity", job: Job, expected_end: float) -> None:
@@ -205,6 +207,15 @@ class Easy(BackfillPolicy):
 
     name = "easy"
     scope = "fits"
+
+    def needs_pass(self, sched: "SchedulerEntity") -> bool:
+        # A new job may have become the head: give it its reservation when it does.
+        if not sched.arrived:
+            return False
+        if sched.ordering.dynamic:
+            return True
+        queue = sched.queue  # priority order
+        return bool(queue) and queue[0].reservation_time is None
 
     def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
         alloc = sched.allocator

@@ -126,7 +126,8 @@ class SchedulerEntity(Entity):
         runner: the :class:`JobRunner` (default :class:`TimekeeperRunner`).
         kill_overrun: kill jobs still running at their requested time.
         record_reservations: keep every reservation made, as ``(time, job_id, start)``
-            rows in :attr:`reservation_log` (for tests and studies; costs memory).
+            rows in :attr:`reservation_log` (for tests and studies; costs memory). It does
+            not change any decision.
 
     Jobs that can never fit the machine are rejected when submitted (status
     ``"rejected"``, listed in :attr:`rejected`).
@@ -183,7 +184,7 @@ class SchedulerEntity(Entity):
         self._in_pass = False
         self._last_pass = -math.inf
         self._walltime_timers = self.kill_overrun and not getattr(self.runner, "enforces_walltime", False)
-        self._always_pass = record_reservations
+        self.arrived = 0  # jobs queued since the last pass
         self._alarms: set[float] = set()
         backfill.setup(self)
         self._proc = self.spawn(self._loop, name="scheduler")
@@ -229,6 +230,7 @@ class SchedulerEntity(Entity):
             self.rejected.append(job)
             return
         job.status = _QUEUED
+        self.arrived += 1
         self.ordering.job_submitted(job, now)
         if self._static:
             k = (self.ordering.key(job, now), job.seq)
@@ -274,7 +276,8 @@ class SchedulerEntity(Entity):
         queue = self._queue
         if not queue:
             return
-        if self.state.n_free == 0 and not self._always_pass and not self.backfill.needs_pass(self):
+        if self.state.n_free == 0 and not self.backfill.needs_pass(self):
+            self.arrived = 0
             return  # nothing can start: every job needs at least one node
         self.passes += 1
         if self._static:
@@ -288,6 +291,7 @@ class SchedulerEntity(Entity):
             self.backfill.schedule(self, ordered)
         finally:
             self._in_pass = False
+        self.arrived = 0
         started = self._started_now
         if started:
             self._started_now = []
