@@ -155,8 +155,8 @@ def job_table(jobs: Sequence[Job], *, tau: float = TAU) -> JobTable:
         response=response,
         slowdown=slowdown,
         bounded_slowdown=bsld,
-        status=np.array([j.status for j in jobs], dtype="U9"),
-        kill_reason=np.array([j.kill_reason for j in jobs], dtype="U16") if n else np.zeros(0, "U16"),
+        status=np.array([j.status for j in jobs], dtype=str),
+        kill_reason=np.array([j.kill_reason for j in jobs], dtype=str),
         foreground=np.fromiter((j.foreground for j in jobs), bool, n),
         reservation=np.fromiter((_opt(j.reservation_time) for j in jobs), f64, n),
     )

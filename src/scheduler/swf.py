@@ -285,7 +285,8 @@ def read_swf(
     records = None
     if data:
         try:
-            records = np.loadtxt(io.StringIO("\n".join(s for _, s in data)), dtype=np.float64, ndmin=2)
+            records = np.loadtxt(io.StringIO("\n".join(s for _, s in data)), dtype=np.float64, ndmin=2,
+                                 comments=None)
             if records.shape[1] != _N or not np.isfinite(records).all():
                 records = None
         except ValueError:
