@@ -176,7 +176,8 @@ def replay(
 
     Args:
         trace: an SWF path (``.swf``/``.swf.gz``), an already read :class:`SwfTrace`, or a
-            list of jobs (then ``nodes`` or ``machine`` is required).
+            list of jobs (then ``nodes`` or ``machine`` is required, and the jobs' own node
+            counts are used as they are).
         nodes, cores_per_node, machine: the machine (see :func:`resolve_machine`); by
             default the trace header's size with one process per node.
         allocator, order, backfill: names of the three scheduler parts.
