@@ -1,0 +1,674 @@
+"""Reservation and backfill policies: which queued jobs start now. Registered by name.
+
+A policy's :meth:`~BackfillPolicy.schedule` is called at each scheduling pass with the queue
+in priority order (see :mod:`scheduler.ordering`) and starts jobs through
+``sched.start_job(job, nodes)``.
+
+============  ========================================================================
+name          what starts
+============  ========================================================================
+none          jobs from the head of the queue while the head fits (strict order)
+firstfit      any job that fits now, in priority order ("FCFS/BF")
+easy          the head while it fits; then one reservation for the blocked head (the
+              *shadow time*), and any later job that fits now and cannot delay it
+conservative  a reservation for every queued job; a job starts when its reservation
+              comes; no job can delay any reservation made before it
+============  ========================================================================
+
+Planning uses expected ends, ``start + request_time``; a job past its estimate (only
+possible with ``kill_overrun=False``) is expected to end at the next representable instant
+after now (see :mod:`scheduler.lifecycle`).
+
+Reservations go through the allocator
+    To find when a job could start, the general path copies the allocation state, applies
+    the expected releases in order of expected end (all releases of one instant together),
+    and asks ``allocator.select`` after each: the first instant it fits is the reservation
+    (EASY's shadow time). An EASY backfill candidate that fits now is accepted when it ends
+    (by its requested time) no later than the shadow time, or when the head job still fits
+    at the shadow time with the candidate's nodes still busy (checked on a copied state).
+    So reservations stay correct for allocators with topology constraints.
+
+    For ``count_only`` allocators (any ``n`` free nodes host an ``n``-node job) the fast
+    classic arithmetic is used instead: the shadow time is when enough nodes are free, the
+    *extra* nodes are those free then beyond what the head needs, and a candidate that
+    would still run at the shadow time must fit in the extra nodes (which it then uses up).
+    Both paths give the same schedules on count-only allocators (tested by forcing the
+    general path with ``general=True``).
+
+Conservative backfilling
+    Each queued job holds a reservation (a start time) from the pass after its arrival on.
+    New jobs get the earliest slot that delays no existing reservation. When a job ends
+    earlier than expected the plan is *compressed*: in priority order, each job's
+    reservation is taken out and re-made at the earliest slot, which can only be earlier
+    (its old slot is still free), so no reservation is ever delayed (Mu'alem and Feitelson,
+    IEEE TPDS 12(6), 2001). With a ``count_only`` allocator the plan is a profile of free
+    node counts over time. With other allocators a reservation is pinned to the nodes
+    ``select`` chose for it: a job fits a slot ``[t, t + request)`` when ``select`` finds
+    nodes on the state at ``t`` with every reservation that starts inside the slot blocked
+    (``allocator.block``); a count profile of the same plan rules out most slots first. Pinned plans are more cautious than count profiles (a node released during
+    the slot cannot be promised to a reservation starting later in it), so on count-only
+    allocators the two paths may differ; the fast path is the classic algorithm. While a
+    job runs past its estimate the plan is invalid; it is rebuilt from scratch in priority
+    order at each pass, and reservations may then move later.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from bisect import bisect_left, bisect_right
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+import numpy as np
+
+from .errors import SchedulerError, UserError
+from .job import Job
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .allocator import AllocState
+    from .lifecycle import SchedulerEntity
+
+__all__ = [
+    "BackfillPolicy",
+    "NoBackfill",
+    "FirstFit",
+    "Easy",
+    "Conservative",
+    "CountProfile",
+    "BACKFILLS",
+    "register_backfill",
+    "make_backfill",
+]
+
+_INF = math.inf
+_first = itemgetter(0)
+
+
+def _horizon(now: float) -> float:
+    """The earliest instant an overrunning job is expected to end: just after ``now``."""
+    return math.nextafter(now, _INF)
+
+
+def _slot_end(start: float, request: float) -> float:
+    """The end of a reservation; a zero-length job still holds its nodes at its instant."""
+    return start + request if request > 0.0 else math.nextafter(start, _INF)
+
+
+class BackfillPolicy(ABC):
+    """Decides which queued jobs start at a scheduling pass.
+
+    ``general=True`` forces the general (allocator-driven) path even for count-only
+    allocators; it exists to test that both paths agree.
+
+    ``scope`` says which queued jobs the policy needs to see, so that the scheduler can
+    skip ordering the others when the queue is long (the policy must decide the same on
+    the reduced list): ``"all"`` (it plans for every job: conservative), ``"fits"`` (the
+    jobs that could fit the free nodes, plus the first job in priority order that could
+    not, which may be the blocked head: EASY, first-fit), ``"prefix"`` (only the jobs
+    before that first one, and it: strict order).
+    """
+
+    name: ClassVar[str] = ""
+    scope: ClassVar[str] = "all"
+
+    def __init__(self, *, general: bool = False, **options: Any):
+        if options:
+            raise UserError(f"backfill {self.name!r} takes no option(s) {', '.join(sorted(options))}")
+        self.force_general = bool(general)
+        self.general = self.force_general
+
+    def setup(self, sched: "SchedulerEntity") -> None:
+        """Called once by the scheduler entity before the run."""
+        self.general = self.force_general or not sched.allocator.count_only
+
+    @abstractmethod
+    def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
+        """Start jobs of ``queue`` (priority order) with ``sched.start_job(job, nodes)``."""
+
+    def needs_pass(self, sched: "SchedulerEntity") -> bool:
+        """Whether a pass is needed although no node is free (no job can start, but the
+        policy has plans to make; ``sched.arrived`` counts the jobs queued since the last
+        pass)."""
+        return False
+
+    def job_ended(self, sched: "SchedulerEntity", job: Job, expected_end: float) -> None:
+        """Called when a running job ends (now); ``expected_end`` is what plans assumed."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(general={self.force_general})"
+
+
+BACKFILLS: dict[str, type[BackfillPolicy]] = {}
+
+B = TypeVar("B", bound=type[BackfillPolicy])
+
+
+def register_backfill(cls: B) -> B:
+    """Class decorator: add a backfill policy to :data:`BACKFILLS` under ``cls.name``."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} needs a non-empty class attribute 'name'")
+    BACKFILLS[cls.name] = cls
+    return cls
+
+
+def make_backfill(name: str, **options: Any) -> BackfillPolicy:
+    """Build the backfill policy registered as ``name``."""
+    try:
+        cls = BACKFILLS[name]
+    except (KeyError, TypeError):
+        raise UserError(f"unknown backfill policy {name!r}; valid: {', '.join(BACKFILLS)}") from None
+    return cls(**options)
+
+
+@register_backfill
+class NoBackfill(BackfillPolicy):
+    """Strict queue order: start head jobs while the head fits."""
+
+    name = "none"
+    scope = "prefix"
+
+    def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
+        alloc = sched.allocator
+        state = sched.state
+        for job in queue:
+            if job.nodes > state.n_free:
+                return
+            nodes = alloc.select(job, state)
+            if nodes is None:
+                return
+            sched.start_job(job, nodes)
+
+
+@register_backfill
+class FirstFit(BackfillPolicy):
+    """Any job that fits now, in priority order (FCFS/BF)."""
+
+    name = "firstfit"
+    scope = "fits"
+
+    def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
+        alloc = sched.allocator
+        state = sched.state
+        for job in queue:
+            free = state.n_free
+            if free == 0:
+                return
+            if job.nodes > free:
+                continue
+            nodes = alloc.select(job, state)
+            if nodes is not None:
+                sched.start_job(job, nodes)
+
+
+@register_backfill
+class Easy(BackfillPolicy):
+    """EASY backfilling: one reservation, for the blocked head job."""
+
+    name = "easy"
+    scope = "fits"
+
+    def needs_pass(self, sched: "SchedulerEntity") -> bool:
+        # A new job may have become the head: give it its reservation when it does.
+        if not sched.arrived:
+            return False
+        if sched.ordering.dynamic:
+            return True
+        queue = sched.queue  # priority order
+        return bool(queue) and queue[0].reservation_time is None
+
+    def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
+        alloc = sched.allocator
+        state = sched.state
+        n = len(queue)
+        i = 0
+        while i < n:
+            job = queue[i]
+            if job.nodes > state.n_free:
+                break
+            nodes = alloc.select(job, state)
+            if nodes is None:
+                break
+            sched.start_job(job, nodes)
+            i += 1
+        if i >= n:
+            return
+        head = queue[i]
+        now = sched.sim.now
+        if self.general:
+            shadow, shadow_state = self.shadow_general(sched, head)
+            extra = 0
+        else:
+            shadow, extra = self.shadow_count(sched, head)
+            shadow_state = None
+        sched.note_reservation(head, shadow)
+        general = self.general
+        for k in range(i + 1, n):
+            free = state.n_free
+            if free == 0:
+                return
+            job = queue[k]
+            size = job.nodes
+            if size > free:
+                continue
+            if now + job.request_time <= shadow:
+                nodes = alloc.select(job, state)
+                if nodes is not None:
+                    sched.start_job(job, nodes)
+            elif not general:
+                if size <= extra:
+                    nodes = alloc.select(job, state)
+                    if nodes is not None:
+                        sched.start_job(job, nodes)
+                        extra -= size
+            else:
+                nodes = alloc.select(job, state)
+                if nodes is None:
+                    continue
+                test = shadow_state.copy()
+                alloc.commit(job, nodes, test)
+                if alloc.select(head, test) is not None:
+                    sched.start_job(job, nodes)
+                    shadow_state = test
+
+    @staticmethod
+    def shadow_count(sched: "SchedulerEntity", head: Job) -> tuple[float, int]:
+        """(shadow time, extra nodes) for ``head`` by counting expected releases."""
+        avail = sched.state.n_free
+        need = head.nodes
+        horizon = _horizon(sched.sim.now)
+        ends = sched.ends
+        m = len(ends)
+        k = 0
+        while k < m:
+            t = ends[k][0]
+            if t < horizon:
+                t = horizon
+            while k < m:
+                e = ends[k]
+                if e[0] > t:
+                    break
+                avail += e[2].nodes
+                k += 1
+            if avail >= need:
+                return t, avail - need
+        raise SchedulerError(f"job {head.job_id} ({need} nodes) fits no future state of the machine")
+
+    @staticmethod
+    def shadow_general(sched: "SchedulerEntity", head: Job) -> tuple[float, "AllocState"]:
+        """(shadow time, state at the shadow time) for ``head`` through the allocator."""
+        alloc = sched.allocator
+        st = sched.state.copy()
+        horizon = _horizon(sched.sim.now)
+        ends = sched.ends
+        m = len(ends)
+        k = 0
+        while k < m:
+            t = ends[k][0]
+            if t < horizon:
+                t = horizon
+            while k < m:
+                e = ends[k]
+                if e[0] > t:
+                    break
+                j = e[2]
+                alloc.release(j, j.assigned_nodes, st)
+                k += 1
+            if alloc.select(head, st) is not None:
+                return t, st
+        raise SchedulerError(f"job {head.job_id} ({head.nodes} nodes) fits no future state of the machine")
+
+
+class CountProfile:
+    """Free node counts over time: ``free[k]`` nodes on ``[times[k], times[k + 1])``.
+
+    The last segment extends to infinity. Used by conservative backfilling on count-only
+    allocators.
+    """
+
+    __slots__ = ("times", "free")
+
+    def __init__(self, now: float, free_now: int, ends: list, horizon: float,
+                 slots: "list[tuple[float, float, int]] | tuple" = ()):
+        """The profile from ``now``: ``free_now`` nodes, plus the nodes of each running job
+        (``ends`` rows ``(expected end, seq, job)``, clamped to ``horizon``) at its end, minus
+        each reserved slot ``(start, end, nodes)``."""
+        deltas = [(e[0] if e[0] >= horizon else horizon, e[2].nodes) for e in ends]
+        for a, b, k in slots:
+            deltas.append((a, -k))
+            deltas.append((b, k))
+        deltas.sort(key=_first)
+        times = [now]
+        free = [free_now]
+        last = now
+        for t, d in deltas:
+            if t == last:
+                free[-1] += d
+            else:
+                times.append(t)
+                free.append(free[-1] + d)
+                last = t
+        self.times = times
+        self.free = free
+
+    def trim(self, now: float) -> None:
+        """Drop the segments that ended at or before ``now``."""
+        times = self.times
+        k = bisect_right(times, now) - 1
+        if k > 0:
+            del times[:k]
+            del self.free[:k]
+        times[0] = now
+
+    def _split(self, t: float) -> int:
+        times = self.times
+        k = bisect_left(times, t)
+        if k < len(times) and times[k] == t:
+            return k
+        times.insert(k, t)
+        self.free.insert(k, self.free[k - 1])
+        return k
+
+    def add(self, start: float, end: float, delta: int) -> None:
+        """Add ``delta`` free nodes on ``[start, end)`` (negative to reserve)."""
+        if end <= start:
+            end = start
+        a = self._split(start)
+        b = self._split(end) if end > start else a
+        free = self.free
+        for k in range(a, b):
+            free[k] += delta
+
+    def find(self, nodes: int, duration: float, before: float = _INF,
+             own: tuple[float, float, int] | None = None) -> float | None:
+        """The earliest breakpoint ``t < before`` with ``nodes`` free on ``[t, t + duration)``.
+
+        A job of zero duration still needs its nodes at ``t``. ``own = (start, end, k)``
+        counts ``k`` more nodes free on ``[start, end)``: the job's own current slot, so
+        that a job can be moved without first taking its slot out.
+        """
+        times = self.times
+        free = self.free
+        m = len(times)
+        o_start, o_end, o_k = own if own is not None else (_INF, _INF, 0)
+        k = 0
+        while k < m:
+            t = times[k]
+            if t >= before:
+                return None
+            f = free[k]
+            if o_start <= t < o_end:
+                f += o_k
+            if f < nodes:
+                k += 1
+                continue
+            end = t + duration
+            j = k + 1
+            while j < m:
+                tj = times[j]
+                if tj >= end:
+                    break
+                f = free[j]
+                if o_start <= tj < o_end:
+                    f += o_k
+                if f < nodes:
+                    break
+                j += 1
+            else:
+                return t
+            if j < m and times[j] >= end:
+                return t
+            k = j + 1
+        return None
+
+    def fits(self, t: float, nodes: int, duration: float, own: tuple[float, float, int] | None = None) -> bool:
+        """Whether ``nodes`` are free on all of ``[t, t + duration)`` (``own`` as in find)."""
+        times = self.times
+        free = self.free
+        o_start, o_end, o_k = own if own is not None else (_INF, _INF, 0)
+        k = max(bisect_right(times, t) - 1, 0)
+        end = t + duration
+        m = len(times)
+        while True:
+            f = free[k] + (o_k if o_start <= times[k] < o_end else 0)
+            if f < nodes:
+                return False
+            k += 1
+            if k >= m or times[k] >= end:
+                return True
+
+    def __repr__(self) -> str:
+        return f"CountProfile({list(zip(self.times, self.free))})"
+
+
+@register_backfill
+class Conservative(BackfillPolicy):
+    """Conservative backfilling: every queued job holds a reservation (see module docstring)."""
+
+    name = "conservative"
+    scope = "all"
+
+    def __init__(self, *, general: bool = False, **options: Any):
+        super().__init__(general=general, **options)
+        # Count path: job id -> reserved start. General path: job id -> (start, end, nodes).
+        self._res: dict[int, Any] = {}
+        self._profile: CountProfile | None = None
+        self._compress = False
+        self._stale = False  # the plan was made while a job overran its estimate
+
+    def setup(self, sched: "SchedulerEntity") -> None:
+        super().setup(sched)
+        self._res.clear()
+        self._profile = None
+        self._compress = False
+        self._stale = False
+
+    @property
+    def reservations(self) -> dict[int, Any]:
+        """The current reservations by job id."""
+        return self._res
+
+    def needs_pass(self, sched: "SchedulerEntity") -> bool:
+        return len(self._res) < len(sched.queue)
+
+    def job_ended(self, sched: "SchedulerEntity", job: Job, expected_end: float) -> None:
+        now = sched.sim.now
+        if now > expected_end:
+            # It overran: the plan counted its nodes free from its expected end.
+            self._stale = True
+        elif now < expected_end or job.start_time == now:
+            # Early: compress. A zero-length job held a one-instant slot; compressing lets
+            # the next reservation move onto that instant.
+            self._compress = True
+
+    def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
+        now = sched.sim.now
+        ends = sched.ends
+        overrun = bool(ends) and ends[0][0] <= now
+        # A plan made while a job overran assumed it would end at once, and a plan made
+        # before a job overran assumed it would end in time: start afresh.
+        replan = overrun or self._stale
+        self._stale = overrun
+        if self.general:
+            self._plan_general(sched, queue, now, replan)
+        else:
+            self._plan_count(sched, queue, now, replan)
+        self._start_due(sched, queue, now)
+        if overrun:
+            # Every event re-plans while a job overruns; waking at reservation times that
+            # were derived from "just after now" would only step through instants.
+            return
+        # A reservation may come due at an instant where no job ends: wake up then.
+        nxt = _INF
+        for r in self._res.values():
+            t = r[0] if self.general else r
+            if now < t < nxt:
+                nxt = t
+        if nxt < _INF:
+            sched.wake_at(nxt)
+
+    # -- count path -----------------------------------------------------------------------
+    def _plan_count(self, sched: "SchedulerEntity", queue: list[Job], now: float, replan: bool) -> None:
+        res = self._res
+        prof = self._profile
+        if replan or prof is None or self._compress:
+            if replan:
+                res.clear()  # the plan assumed ends that did not happen: re-plan from scratch
+            slots = []
+            for job in queue:
+                s = res.get(job.job_id)
+                if s is not None:
+                    slots.append((s, _slot_end(s, job.request_time), job.nodes))
+            prof = CountProfile(now, sched.state.n_free, sched.ends, _horizon(now), slots)
+            if slots:
+                # Compress: in priority order, move each reservation to its earliest slot
+                # (its own current slot counting as free), never later than it is.
+                times = prof.times
+                free = prof.free
+                for job in queue:
+                    s = res.get(job.job_id)
+                    if s is None or s <= now:
+                        continue
+                    # Quick test: no instant before s has enough free nodes to start it.
+                    if max(free[: bisect_left(times, s)], default=-1) < job.nodes:
+                        continue
+                    e = _slot_end(s, job.request_time)
+                    t = prof.find(job.nodes, job.request_time, before=s, own=(s, e, job.nodes))
+                    if t is not None:
+                        prof.add(s, e, job.nodes)
+                        prof.add(t, _slot_end(t, job.request_time), -job.nodes)
+                        res[job.job_id] = t
+                        sched.note_reservation(job, t)
+            self._compress = False
+            # With an overrunning job the profile holds a clamped end that goes stale.
+            self._profile = None if self._stale else prof
+        else:
+            prof.trim(now)
+        for job in queue:
+            if job.job_id in res:
+                continue
+            s = prof.find(job.nodes, job.request_time)
+            if s is None:
+                raise SchedulerError(f"job {job.job_id} ({job.nodes} nodes) fits no future state of the machine")
+            prof.add(s, _slot_end(s, job.request_time), -job.nodes)
+            res[job.job_id] = s
+            sched.note_reservation(job, s)
+
+    # -- general (pinned) path ------------------------------------------------------------
+    def _plan_general(self, sched: "SchedulerEntity", queue: list[Job], now: float, replan: bool) -> None:
+        res = self._res
+        if replan:
+            res.clear()
+        # A count profile of the same plan: being placeable needs enough free nodes, so it
+        # rules out most slots before the allocator is asked about copied states.
+        slots = []
+        for job in queue:
+            r = res.get(job.job_id)
+            if r is not None:
+                slots.append((r[0], r[1], job.nodes))
+        prof = CountProfile(now, sched.state.n_free, sched.ends, _horizon(now), slots)
+        if self._compress and slots:
+            times = prof.times
+            free = prof.free
+            for job in queue:
+                r = res.get(job.job_id)
+                if r is None or r[0] <= now:
+                    continue
+                s, e, _ = r
+                if max(free[: bisect_left(times, s)], default=-1) < job.nodes:
+                    continue
+                own = (s, e, job.nodes)
+                if prof.find(job.nodes, job.request_time, before=s, own=own) is None:
+                    continue
+                del res[job.job_id]
+                found = self._find_general(sched, job, now, prof, before=s, own=own)
+                if found is None:
+                    res[job.job_id] = r
+                    continue
+                t, nodes = found
+                res[job.job_id] = (t, _slot_end(t, job.request_time), nodes)
+                prof.add(s, e, job.nodes)
+                prof.add(t, _slot_end(t, job.request_time), -job.nodes)
+                sched.note_reservation(job, t)
+        self._compress = False
+        for job in queue:
+            if job.job_id in res:
+                continue
+            found = self._find_general(sched, job, now, prof)
+            if found is None:
+                raise SchedulerError(f"job {job.job_id} ({job.nodes} nodes) fits no future state of the machine")
+            t, nodes = found
+            res[job.job_id] = (t, _slot_end(t, job.request_time), nodes)
+            prof.add(t, _slot_end(t, job.request_time), -job.nodes)
+            sched.note_reservation(job, t)
+
+    def _find_general(self, sched: "SchedulerEntity", job: Job, now: float, prof: CountProfile,
+                      before: float = _INF, own: tuple[float, float, int] | None = None,
+                      ) -> tuple[float, np.ndarray] | None:
+        """Earliest ``(start, nodes)`` before ``before`` for ``job`` given pinned reservations
+        (``job`` holds none of them; ``own`` is its former slot, still in ``prof``)."""
+        alloc = sched.allocator
+        horizon = _horizon(now)
+        # (time, kind, seq, job, nodes): kind 0 releases before kind 1 commits at one instant.
+        events: list[tuple[float, int, int, Job, np.ndarray]] = []
+        for t, _, j in sched.ends:
+            events.append((t if t >= horizon else horizon, 0, j.seq, j, j.assigned_nodes))
+        jobs_by_id = {j.job_id: j for j in sched.queue}
+        for jid, (s, e, nodes) in self._res.items():
+            rj = jobs_by_id[jid]
+            events.append((s, 1, rj.seq, rj, nodes))
+            events.append((e, 0, rj.seq, rj, nodes))
+        events.sort(key=lambda ev: (ev[0], ev[1], ev[2]))
+        commit_times = [ev[0] for ev in events if ev[1] == 1]
+        commits = [(ev[3], ev[4]) for ev in events if ev[1] == 1]
+        candidates = sorted({ev[0] for ev in events if ev[1] == 0 and ev[0] > now})
+        candidates.insert(0, now)
+        base = sched.state.copy()
+        idx = 0
+        m = len(events)
+        for ts in candidates:
+            if ts >= before:
+                return None
+            while idx < m and events[idx][0] <= ts:
+                t, kind, _, ej, nodes = events[idx]
+                if kind == 0:
+                    alloc.release(ej, nodes, base)
+                else:
+                    alloc.commit(ej, nodes, base)
+                idx += 1
+            if not prof.fits(ts, job.nodes, job.request_time, own):
+                continue
+            # The job's nodes must stay placeable over its whole slot: block, on a copy of the
+            # state at ts, what every reservation starting inside the slot will hold
+            # (releases inside the slot cannot help a job that is already running).
+            inside = commits[bisect_right(commit_times, ts): bisect_left(commit_times, _slot_end(ts, job.request_time))]
+            if inside:
+                win = base.copy()
+                alloc.block(inside, win)
+            else:
+                win = base
+            nodes = alloc.select(job, win)
+            if nodes is not None:
+                return ts, nodes
+        return None
+
+    # -- starting -------------------------------------------------------------------------
+    def _start_due(self, sched: "SchedulerEntity", queue: list[Job], now: float) -> None:
+        res = self._res
+        alloc = sched.allocator
+        for job in queue:
+            r = res.get(job.job_id)
+            if r is None:
+                continue
+            if self.general:
+                if r[0] > now:
+                    continue
+                nodes = r[2]
+            else:
+                if r > now:
+                    continue
+                nodes = alloc.select(job, sched.state)
+                if nodes is None:
+                    raise SchedulerError(f"job {job.job_id} was reserved at t={now!r} but does not fit")
+            del res[job.job_id]
+            sched.start_job(job, nodes)

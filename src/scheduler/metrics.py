@@ -1,0 +1,357 @@
+"""Job and system metrics of a scheduling run, as numpy arrays ready for HDF5.
+
+Per job (:class:`JobTable`, one column per field): submit, start and end time, wait
+(start - submit), response (end - submit), run (end - start), slowdown (response / run;
+NaN for a job of zero run time) and bounded slowdown ``max(response / max(run, tau), 1)``
+with ``tau = 10 s`` (Feitelson et al., JSSPP 1997), nodes, processes, requested and trace
+run time, status.
+
+Per system (:class:`SystemMetrics`), over the span from the first submission to the last
+end of the jobs that ran:
+
+* **utilization**: busy node-seconds over ``n_nodes * span`` (the busy-node step function
+  integrated exactly), and ``busy_samples``/``utilization_samples`` sampled every
+  ``interval`` seconds (one simulated minute by default). The samples are computed
+  afterwards from the start and end times, so a run needs no periodic events.
+* **makespan**: last end minus first submission.
+* **loss of capacity** (Zhou, Yang, Lan, Rich, Tang, Morozov, Desai, "Improving batch
+  scheduling on Blue Gene/Q by relaxing 5D torus network allocation constraints", IPDPS
+  2015, after Zhang et al., IEEE TPDS 14(3), 2003):
+  ``LoC = sum_i n_i * delta_i * (t_{i+1} - t_i) / (n_nodes * span)`` over the intervals
+  between consecutive events, where ``n_i`` is the number of idle nodes in interval ``i`` and
+  ``delta_i`` is 1 when some waiting job needs no more than ``n_i`` nodes (a job that would
+  fit the idle nodes by count waits), else 0. It is the fraction of capacity lost to
+  scheduling decisions and fragmentation rather than to a lack of work.
+* **queue length** over time: the step function ``queue_times``/``queue_lengths`` and its
+  samples ``queue_samples``.
+"""
+
+from __future__ import annotations
+
+import csv
+import heapq
+import math
+import os
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Sequence
+
+import numpy as np
+
+from .job import Job, JobStatus
+
+__all__ = ["JobTable", "SystemMetrics", "job_table", "system_metrics", "capacity_violations", "TAU"]
+
+#: The bounded-slowdown threshold in seconds.
+TAU = 10.0
+
+_STATUS_CODES = {s: i for i, s in enumerate(JobStatus.ALL)}
+
+
+@dataclass
+class JobTable:
+    """Per-job columns (numpy arrays of equal length); times NaN where a job did not run."""
+
+    job_id: np.ndarray
+    user: np.ndarray
+    group: np.ndarray
+    job_size: np.ndarray
+    nodes: np.ndarray
+    submit: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    request: np.ndarray
+    trace_run: np.ndarray
+    run: np.ndarray
+    wait: np.ndarray
+    response: np.ndarray
+    slowdown: np.ndarray
+    bounded_slowdown: np.ndarray
+    status: np.ndarray  # str
+    kill_reason: np.ndarray  # str
+    foreground: np.ndarray  # bool
+    reservation: np.ndarray  # first reservation promised (NaN when none)
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    @property
+    def ran(self) -> np.ndarray:
+        """Mask of the jobs that started and ended."""
+        return ~np.isnan(self.end)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Column name -> array (string columns as fixed-width unicode)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def status_codes(self) -> np.ndarray:
+        """Status as small ints (index into ``JobStatus.ALL``), for compact storage."""
+        return np.array([_STATUS_CODES[s] for s in self.status], dtype=np.int8)
+
+    def equals(self, other: "JobTable") -> bool:
+        """Exact equality of every column (NaN equal to NaN)."""
+        for name, a in self.columns().items():
+            b = getattr(other, name)
+            if a.shape != b.shape:
+                return False
+            if a.dtype.kind == "f":
+                if not np.array_equal(a, b, equal_nan=True):
+                    return False
+            elif not np.array_equal(a, b):
+                return False
+        return True
+
+    def to_csv(self, path: str | os.PathLike) -> int:
+        """Write the table as CSV (one row per job, a header row); returns the rows written."""
+        cols = self.columns()
+        names = list(cols)
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(names)
+            lists = [_csv_column(cols[n]) for n in names]
+            for row in zip(*lists):
+                w.writerow(row)
+        return len(self)
+
+
+def _csv_column(a: np.ndarray) -> list:
+    if a.dtype.kind == "f":
+        return ["" if math.isnan(x) else (repr(int(x)) if float(x).is_integer() and abs(x) < 2**53 else repr(x)) for x in a.tolist()]
+    if a.dtype.kind == "b":
+        return [int(x) for x in a.tolist()]
+    return a.tolist()
+
+
+def _opt(x: float | None) -> float:
+    return math.nan if x is None else x
+
+
+def job_table(jobs: Sequence[Job], *, tau: float = TAU) -> JobTable:
+    """The per-job metrics of ``jobs`` (in the given order)."""
+    n = len(jobs)
+    f64 = np.float64
+    submit = np.fromiter((j.submit_time for j in jobs), f64, n)
+    start = np.fromiter((_opt(j.start_time) for j in jobs), f64, n)
+    end = np.fromiter((_opt(j.end_time) for j in jobs), f64, n)
+    run = end - start
+    wait = start - submit
+    response = end - submit
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slowdown = np.where(run > 0, response / np.where(run > 0, run, 1.0), np.nan)
+    bsld = np.maximum(response / np.maximum(run, tau), 1.0)
+    bsld[np.isnan(run)] = np.nan
+    return JobTable(
+        job_id=np.fromiter((j.job_id for j in jobs), np.int64, n),
+        user=np.fromiter((j.user for j in jobs), np.int64, n),
+        group=np.fromiter((j.group for j in jobs), np.int64, n),
+        job_size=np.fromiter((j.job_size for j in jobs), np.int64, n),
+        nodes=np.fromiter((j.nodes for j in jobs), np.int64, n),
+        submit=submit,
+        start=start,
+        end=end,
+        request=np.fromiter((j.request_time for j in jobs), f64, n),
+        trace_run=np.fromiter((j.run_time for j in jobs), f64, n),
+        run=run,
+        wait=wait,
+        response=response,
+        slowdown=slowdown,
+        bounded_slowdown=bsld,
+        status=np.array([j.status for j in jobs], dtype=str),
+        kill_reason=np.array([j.kill_reason for j in jobs], dtype=str),
+        foreground=np.fromiter((j.foreground for j in jobs), bool, n),
+        reservation=np.fromiter((_opt(j.reservation_time) for j in jobs), f64, n),
+    )
+
+
+@dataclass
+class SystemMetrics:
+    """Machine-wide metrics of a run (see the module docstring)."""
+
+    n_nodes: int
+    jobs: int  # jobs that ran
+    rejected: int
+    killed: int
+    t_first_submit: float
+    t_last_end: float
+    makespan: float
+    utilization: float
+    loss_of_capacity: float
+    mean_wait: float
+    max_wait: float
+    mean_response: float
+    mean_slowdown: float
+    mean_bounded_slowdown: float
+    max_bounded_slowdown: float
+    interval: float
+    sample_times: np.ndarray = field(repr=False)
+    busy_samples: np.ndarray = field(repr=False)
+    utilization_samples: np.ndarray = field(repr=False)
+    queue_samples: np.ndarray = field(repr=False)
+    busy_times: np.ndarray = field(repr=False)
+    busy_nodes: np.ndarray = field(repr=False)
+    queue_times: np.ndarray = field(repr=False)
+    queue_lengths: np.ndarray = field(repr=False)
+
+    def scalars(self) -> dict[str, Any]:
+        """The scalar figures (no arrays), e.g. for a JSON summary."""
+        return {k: v for k, v in asdict(self).items() if not isinstance(v, np.ndarray)}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The time series."""
+        return {k: v for k, v in asdict(self).items() if isinstance(v, np.ndarray)}
+
+
+def _step(times: np.ndarray, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct times and the value of the cumulative sum after all deltas at each."""
+    if len(times) == 0:
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
+    order = np.argsort(times, kind="stable")
+    t = times[order]
+    v = np.cumsum(deltas[order])
+    last = np.ones(len(t), dtype=bool)
+    last[:-1] = t[1:] != t[:-1]
+    return t[last], v[last]
+
+
+def _sample(times: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    idx = np.searchsorted(times, at, side="right") - 1
+    out = np.where(idx >= 0, values[np.maximum(idx, 0)], 0)
+    return out
+
+
+def _loss_of_capacity(submit: np.ndarray, start: np.ndarray, end: np.ndarray, nodes: np.ndarray,
+                      n_nodes: int, t0: float, t1: float) -> float:
+    span = t1 - t0
+    if span <= 0 or len(submit) == 0:
+        return 0.0
+    n = len(submit)
+    # Events: (time, kind, job); at one instant all are applied before the interval is read.
+    times = np.concatenate([submit, start, end])
+    kinds = np.concatenate([np.zeros(n, np.int8), np.ones(n, np.int8), np.full(n, 2, np.int8)])
+    idx = np.concatenate([np.arange(n)] * 3)
+    order = np.lexsort((kinds, times))
+    times_l = times[order].tolist()
+    kinds_l = kinds[order].tolist()
+    idx_l = idx[order].tolist()
+    nodes_l = nodes.tolist()
+    waiting_heap: list[tuple[int, int]] = []  # (nodes, job) with lazy deletion
+    started = bytearray(n)
+    busy = 0
+    lost = 0.0
+    m = len(times_l)
+    k = 0
+    while k < m:
+        t = times_l[k]
+        while k < m and times_l[k] == t:
+            kind = kinds_l[k]
+            j = idx_l[k]
+            if kind == 0:
+                heapq.heappush(waiting_heap, (nodes_l[j], j))
+            elif kind == 1:
+                started[j] = 1
+                busy += nodes_l[j]
+            else:
+                busy -= nodes_l[j]
+            k += 1
+        while waiting_heap and started[waiting_heap[0][1]]:
+            heapq.heappop(waiting_heap)
+        if k < m and waiting_heap:
+            idle = n_nodes - busy
+            if idle > 0 and waiting_heap[0][0] <= idle:
+                lost += idle * (times_l[k] - t)
+    return lost / (n_nodes * span)
+
+
+def system_metrics(jobs: Sequence[Job] | JobTable, n_nodes: int, *, interval: float = 60.0,
+                   rejected: int | None = None) -> SystemMetrics:
+    """Machine-wide metrics of the jobs that ran (see the module docstring)."""
+    table = jobs if isinstance(jobs, JobTable) else job_table(jobs)
+    if not interval > 0:
+        raise ValueError(f"interval must be > 0 seconds, got {interval!r}")
+    ran = table.ran
+    submit = table.submit[ran]
+    start = table.start[ran]
+    end = table.end[ran]
+    nodes = table.nodes[ran]
+    n = int(ran.sum())
+    n_rej = int((table.status == JobStatus.REJECTED).sum()) if rejected is None else rejected
+    killed = int((table.status == JobStatus.KILLED).sum())
+    if n == 0:
+        z = np.zeros(0)
+        zi = np.zeros(0, dtype=np.int64)
+        nan = math.nan
+        return SystemMetrics(n_nodes, 0, n_rej, killed, nan, nan, 0.0, 0.0, 0.0, nan, nan, nan, nan, nan, nan,
+                             interval, z, zi, z, zi, z, zi, z, zi)
+    t0 = float(submit.min())
+    t1 = float(end.max())
+    span = t1 - t0
+    busy_t, busy_v = _step(np.concatenate([start, end]), np.concatenate([nodes, -nodes]))
+    q_t, q_v = _step(np.concatenate([submit, start]), np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)]))
+    busy_node_s = float((nodes * (end - start)).sum())
+    util = busy_node_s / (n_nodes * span) if span > 0 else 0.0
+    samples = t0 + interval * np.arange(int(math.floor(span / interval)) + 1)
+    busy_s = _sample(busy_t, busy_v, samples).astype(np.int64)
+    queue_s = _sample(q_t, q_v, samples).astype(np.int64)
+    loc = _loss_of_capacity(submit, start, end, nodes, n_nodes, t0, t1)
+    wait = table.wait[ran]
+    sld = table.slowdown[ran]
+    return SystemMetrics(
+        n_nodes=n_nodes,
+        jobs=n,
+        rejected=n_rej,
+        killed=killed,
+        t_first_submit=t0,
+        t_last_end=t1,
+        makespan=span,
+        utilization=util,
+        loss_of_capacity=loc,
+        mean_wait=float(wait.mean()),
+        max_wait=float(wait.max()),
+        mean_response=float(table.response[ran].mean()),
+        mean_slowdown=float(np.nanmean(sld)) if np.isfinite(sld).any() else math.nan,
+        mean_bounded_slowdown=float(table.bounded_slowdown[ran].mean()),
+        max_bounded_slowdown=float(table.bounded_slowdown[ran].max()),
+        interval=float(interval),
+        sample_times=samples,
+        busy_samples=busy_s,
+        utilization_samples=busy_s / n_nodes,
+        queue_samples=queue_s,
+        busy_times=busy_t,
+        busy_nodes=busy_v.astype(np.int64),
+        queue_times=q_t,
+        queue_lengths=q_v.astype(np.int64),
+    )
+
+
+def capacity_violations(jobs: Sequence[Job], n_nodes: int) -> list[str]:
+    """Every way ``jobs`` break the machine's capacity (empty when none).
+
+    Checks that no instant has more busy nodes than ``n_nodes`` (ends at an instant free
+    nodes before starts at it), that each job ran on exactly ``nodes`` distinct nodes in
+    ``[0, n_nodes)``, and that no node ran two jobs at once.
+    """
+    problems: list[str] = []
+    ran = [j for j in jobs if j.start_time is not None and j.end_time is not None]
+    events = sorted([(j.start_time, 1, j.nodes) for j in ran] + [(j.end_time, 0, -j.nodes) for j in ran])
+    busy = 0
+    for t, _, d in events:
+        busy += d
+        if busy > n_nodes:
+            problems.append(f"{busy} nodes busy at t={t!r} on a {n_nodes}-node machine")
+            break
+    per_node: dict[int, list[tuple[float, float, int]]] = {}
+    for j in ran:
+        nodes = j.assigned_nodes
+        if nodes is None or len(nodes) != j.nodes or len(set(np.asarray(nodes).tolist())) != j.nodes:
+            problems.append(f"job {j.job_id} needs {j.nodes} distinct nodes but was assigned {nodes!r}")
+            continue
+        if len(nodes) and (int(np.min(nodes)) < 0 or int(np.max(nodes)) >= n_nodes):
+            problems.append(f"job {j.job_id} was assigned nodes outside 0..{n_nodes - 1}")
+        for n in np.asarray(nodes).tolist():
+            per_node.setdefault(n, []).append((j.start_time, j.end_time, j.job_id))
+    for n, spans in per_node.items():
+        spans.sort()
+        for (s0, e0, a), (s1, e1, b) in zip(spans, spans[1:]):
+            if s1 < e0:
+                problems.append(f"node {n} ran jobs {a} and {b} at once ({s0}..{e0} and {s1}..{e1})")
+                break
+    return problems

@@ -1,0 +1,276 @@
+"""Trace replay: an SWF trace (or a list of jobs) through a scheduler, with metrics.
+
+This is the Python API behind ``simhpc replay``::
+
+    from scheduler.replay import replay
+    r = replay("CTC-SP2-1996-3.1-cln.swf.gz", order="fcfs", backfill="easy")
+    print(r.summary())          # the figures of ``simhpc replay --json``
+    r.table.to_csv("jobs.csv")  # per-job metrics
+
+The machine is given by ``nodes`` (and ``cores_per_node``), or by ``machine``, the name of a
+preset of :mod:`models.presets` (its topology's node count and cores per node, and the
+topology is handed to the allocator); by default the machine size comes from the trace
+header. The allocator is chosen by name (``"firstfree"`` by default) from
+:data:`scheduler.allocator.ALLOCATORS`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time as _time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from pdes import RunStats
+
+from .allocator import ALLOCATORS
+from .backfill import BACKFILLS
+from .errors import UserError
+from .job import Job
+from .lifecycle import JobRunner, ScheduleResult, simulate
+from .metrics import JobTable, SystemMetrics, job_table, system_metrics
+from .ordering import ORDERINGS
+from .swf import SwfReport, SwfTrace, read_swf
+
+__all__ = ["Machine", "ReplayResult", "replay", "resolve_machine"]
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The machine a replay runs on."""
+
+    n_nodes: int
+    cores_per_node: int = 1
+    topology: Any = None
+    name: str = ""
+
+
+def _check_int(name: str, value: Any, flag: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(f"{name} must be a whole number >= 1, got {value!r}; give e.g. {flag}")
+    return value
+
+
+def resolve_machine(*, machine: str | None = None, nodes: int | None = None,
+                    cores_per_node: int | None = None) -> Machine | None:
+    """The machine from a preset name or a node count; None when the trace header decides.
+
+    Raises :class:`UserError` for a bad size, for a preset combined with ``nodes``, or when
+    presets are not available.
+    """
+    if nodes is not None:
+        _check_int("the node count", nodes, "--nodes 128")
+    if cores_per_node is not None:
+        _check_int("cores per node", cores_per_node, "--cores-per-node 16")
+    if machine is None:
+        if nodes is None:
+            return None
+        return Machine(n_nodes=nodes, cores_per_node=cores_per_node or 1)
+    if nodes is not None or cores_per_node is not None:
+        raise UserError("give either a machine preset (--machine) or its size (--nodes/--cores-per-node), not both")
+    try:
+        from models.presets import get_machine  # type: ignore[import-not-found]
+    except ImportError:
+        raise UserError(
+            f"machine presets are not available in this simhpc (models.presets is missing), so "
+            f"--machine {machine} cannot be used; give the size with --nodes N [--cores-per-node C]"
+        ) from None
+    try:
+        m = get_machine(machine)
+    except (KeyError, LookupError) as exc:
+        raise UserError(f"unknown machine preset {machine!r}: {exc}") from None
+    topo = getattr(m, "topology", None)
+    n = getattr(topo, "n_nodes", None)
+    cpn = getattr(m, "cores_per_node", 1)
+    if not isinstance(n, int) or n < 1:
+        raise UserError(f"machine preset {machine!r} has no usable node count (topology.n_nodes = {n!r})")
+    return Machine(n_nodes=n, cores_per_node=int(cpn), topology=topo, name=machine)
+
+
+@dataclass
+class ReplayResult:
+    """What a replay produced: the jobs, their metrics and the run's figures."""
+
+    trace: str
+    machine: Machine
+    allocator: str
+    order: str
+    backfill: str
+    kill_overrun: bool
+    jobs: list[Job]
+    rejected: list[Job]
+    table: JobTable
+    metrics: SystemMetrics
+    stats: RunStats
+    passes: int
+    sim_wall_s: float
+    wall_s: float
+    swf_report: SwfReport | None = None
+    schedule: ScheduleResult | None = field(default=None, repr=False)
+
+    def summary(self) -> dict[str, Any]:
+        """The scalar figures, in the order ``simhpc replay --json`` prints them."""
+        m = self.metrics
+        out: dict[str, Any] = {
+            "jobs": m.jobs,
+            "rejected": len(self.rejected),
+            "makespan": m.makespan,
+            "mean_wait": _finite(m.mean_wait),
+            "max_wait": _finite(m.max_wait),
+            "mean_bounded_slowdown": _finite(m.mean_bounded_slowdown),
+            "utilization": m.utilization,
+            "wall_s": self.wall_s,
+            "trace": self.trace,
+            "nodes": self.machine.n_nodes,
+            "cores_per_node": self.machine.cores_per_node,
+            "machine": self.machine.name or None,
+            "allocator": self.allocator,
+            "order": self.order,
+            "backfill": self.backfill,
+            "kill_overrun": self.kill_overrun,
+            "killed": m.killed,
+            "loss_of_capacity": m.loss_of_capacity,
+            "mean_response": _finite(m.mean_response),
+            "max_bounded_slowdown": _finite(m.max_bounded_slowdown),
+            "sim_wall_s": self.sim_wall_s,
+            "jobs_per_s": m.jobs / self.sim_wall_s if self.sim_wall_s > 0 else None,
+            "events": self.stats.events,
+            "passes": self.passes,
+        }
+        if self.swf_report is not None:
+            out["filter"] = self.swf_report.as_dict()
+        return out
+
+
+def _finite(x: float) -> float | None:
+    return None if x is None or not math.isfinite(x) else x
+
+
+def _check_name(kind: str, name: str, registry: dict, flag: str) -> None:
+    if name not in registry:
+        raise UserError(f"unknown {kind} {name!r} ({flag}); valid: {', '.join(registry)}")
+
+
+def replay(
+    trace: str | os.PathLike | SwfTrace | Sequence[Job],
+    *,
+    nodes: int | None = None,
+    cores_per_node: int | None = None,
+    machine: str | Machine | None = None,
+    allocator: str = "firstfree",
+    order: str = "fcfs",
+    backfill: str = "easy",
+    kill_overrun: bool = True,
+    seed: int = 0,
+    strict: bool = False,
+    skip_malformed: bool = False,
+    limit: int | None = None,
+    runner: JobRunner | None = None,
+    interval: float = 60.0,
+    allocator_options: dict[str, Any] | None = None,
+    order_options: dict[str, Any] | None = None,
+    backfill_options: dict[str, Any] | None = None,
+) -> ReplayResult:
+    """Replay a workload through a scheduler and measure it.
+
+    Args:
+        trace: an SWF path (``.swf``/``.swf.gz``), an already read :class:`SwfTrace`, or a
+            list of jobs (then ``nodes`` or ``machine`` is required, and the jobs' own node
+            counts are used as they are).
+        nodes, cores_per_node, machine: the machine (see :func:`resolve_machine`); by
+            default the trace header's size with one process per node.
+        allocator, order, backfill: names of the three scheduler parts.
+        kill_overrun: kill jobs at their requested time.
+        strict: a job larger than the machine is an error instead of being rejected and
+            counted.
+        skip_malformed: skip and count malformed SWF lines instead of raising.
+        limit: replay only the first ``limit`` jobs of the trace.
+        interval: sampling interval of the utilization and queue series (seconds).
+    """
+    t_start = _time.perf_counter()
+    _check_name("ordering policy", order, ORDERINGS, "--order")
+    _check_name("backfill policy", backfill, BACKFILLS, "--backfill")
+    _check_name("allocator", allocator, ALLOCATORS, "--allocator")
+    if isinstance(machine, Machine):
+        mach: Machine | None = machine
+        if nodes is not None or cores_per_node is not None:
+            raise UserError("give either a Machine or nodes/cores_per_node, not both")
+    else:
+        mach = resolve_machine(machine=machine, nodes=nodes, cores_per_node=cores_per_node)
+    report: SwfReport | None = None
+    rejected: list[Job] = []
+    if isinstance(trace, (str, os.PathLike)):
+        tr = read_swf(trace, n_nodes=mach.n_nodes if mach else None,
+                      cores_per_node=mach.cores_per_node if mach else 1,
+                      skip_malformed=skip_malformed, limit=limit)
+        name = str(trace)
+    elif isinstance(trace, SwfTrace):
+        tr = trace
+        name = trace.path
+        if mach is not None and (mach.n_nodes != tr.n_nodes or mach.cores_per_node != tr.cores_per_node):
+            raise UserError(
+                f"the trace was read for a {tr.n_nodes}-node machine with {tr.cores_per_node} core(s) per node; "
+                "read it again with the machine's size"
+            )
+    else:
+        tr = None
+        name = "<jobs>"
+        if mach is None:
+            raise UserError("replaying a list of jobs needs the machine size: nodes=N or machine=...")
+    if tr is not None:
+        if mach is None:
+            mach = Machine(n_nodes=tr.n_nodes, cores_per_node=tr.cores_per_node)
+        jobs: Sequence[Job] = tr.jobs if limit is None or not isinstance(trace, SwfTrace) else tr.jobs[:limit]
+        rejected = [j.fresh() for j in tr.rejected]
+        for j in rejected:
+            j.status = "rejected"
+        report = tr.report
+        if strict and tr.rejected:
+            j = tr.rejected[0]
+            raise UserError(
+                f"{name}: job {j.job_id} needs {j.nodes} nodes ({j.job_size} processes) but the machine has "
+                f"{mach.n_nodes} ({len(tr.rejected)} such job(s)); give --nodes {max(x.nodes for x in tr.rejected)} "
+                "or more, or drop --strict to reject and count them"
+            )
+    else:
+        jobs = list(trace)  # type: ignore[arg-type]
+        if limit is not None:
+            jobs = jobs[:limit]
+    res = simulate(
+        jobs,
+        n_nodes=mach.n_nodes,
+        allocator=allocator,
+        ordering=order,
+        backfill=backfill,
+        runner=runner,
+        kill_overrun=kill_overrun,
+        seed=seed,
+        topology=mach.topology,
+        oversized="error" if strict else "reject",
+        allocator_options=allocator_options,
+        ordering_options=order_options,
+        backfill_options=backfill_options,
+    )
+    all_rejected = rejected + res.rejected
+    table = job_table(res.jobs)
+    metrics = system_metrics(table, mach.n_nodes, interval=interval, rejected=len(all_rejected))
+    wall = _time.perf_counter() - t_start
+    return ReplayResult(
+        trace=name,
+        machine=mach,
+        allocator=res.allocator,
+        order=res.ordering,
+        backfill=res.backfill,
+        kill_overrun=kill_overrun,
+        jobs=res.jobs,
+        rejected=all_rejected,
+        table=table,
+        metrics=metrics,
+        stats=res.stats,
+        passes=res.passes,
+        sim_wall_s=res.wall_s,
+        wall_s=wall,
+        swf_report=report,
+        schedule=res,
+    )
