@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable
 
 from greenlet import getcurrent
 
-from .errors import ProcessError, SendError, UnknownServiceError
-from .process import Process
+from .errors import ProcessError, SendError, UnknownEntityError, UnknownServiceError
+from .process import _WAKE, Process
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -42,6 +42,9 @@ class Entity:
     group always share an MPI rank, so they may send to each other with any delay >= 0).
     """
 
+    # Names of services that deliver straight into a process inbox (see spawn(inbox=)).
+    inboxes: tuple[str, ...] = ()
+
     sim: "Simulator"
     type_name: str
     index: int
@@ -60,6 +63,7 @@ class Entity:
         self.eid = eid
         self.group = group
         self._keys = itertools.count(eid << KEY_SHIFT)
+        self._svc: dict[str, Callable[[Any], Any]] = {}
         self._rng: random.Random | None = None
         self._np_rng = None
 
@@ -104,8 +108,20 @@ class Entity:
         if delay < sim.lookahead:
             self._check_short_delay(dest, service, delay)
         try:
-            ent = sim._local[dest]
-        except KeyError:
+            fn = sim._local[dest]._svc[service]
+        except (KeyError, TypeError):
+            self._send_slow(dest, service, data, delay)
+            return
+        heappush(sim._heap, (sim.now + delay, next(self._keys), fn, data))
+
+    def _send_slow(self, dest: Any, service: str, data: Any, delay: float) -> None:
+        """First send of a service to a local entity (resolve and cache it) or a remote send."""
+        sim = self.sim
+        try:
+            ent = sim._local.get(dest)
+        except TypeError:
+            raise UnknownEntityError(f"{self!r} sent {service!r} to {dest!r}: address entities by id or (type name, index)") from None
+        if ent is None:
             sim._send_remote(self, dest, service, data, sim.now + delay)
             return
         try:
@@ -114,6 +130,10 @@ class Entity:
             raise UnknownServiceError(
                 f"{self!r} sent to {ent!r} service {service!r}, which {type(ent).__name__} does not define"
             ) from None
+        if not callable(fn):
+            raise UnknownServiceError(f"{self!r} sent to {ent!r} service {service!r}, which is not a method")
+        # Bound services are resolved once per (entity, name): later sends are a dict lookup.
+        ent._svc[service] = fn
         heappush(sim._heap, (sim.now + delay, next(self._keys), fn, data))
 
     def req_service(self, delay: float, service: str, data: Any, type_name: str, index: int = 0) -> None:
@@ -146,15 +166,42 @@ class Entity:
         )
 
     # -- processes -------------------------------------------------------------------------
-    def spawn(self, fn: Callable[..., Any], *args: Any, name: str | None = None, delay: float = 0.0, **kwargs: Any) -> Process:
-        """Start ``fn(*args, **kwargs)`` as a process of this entity after ``delay`` seconds."""
+    def spawn(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        name: str | None = None,
+        delay: float = 0.0,
+        inbox: str | None = None,
+        **kwargs: Any,
+    ) -> Process:
+        """Start ``fn(*args, **kwargs)`` as a process of this entity after ``delay`` seconds.
+
+        With ``inbox="svc"``, events sent to this entity's service ``svc`` become messages of
+        the process, taken with :meth:`Process.receive` (each costs one greenlet switch, no
+        handler). The class must declare the name in its ``inboxes`` tuple so that senders on
+        other ranks can check it.
+        """
         if not delay >= 0.0:
             raise ProcessError(f"{self!r}.spawn() with delay {delay!r}: the delay must be >= 0")
         sim = self.sim
         p = Process(self, fn, args, kwargs, name or getattr(fn, "__name__", "process"))
+        if inbox is not None:
+            if inbox not in type(self).inboxes:
+                raise ProcessError(
+                    f"spawn(inbox={inbox!r}) on {self!r}: declare it in the class, "
+                    f"e.g. inboxes = ({inbox!r},)"
+                )
+            if getattr(self, inbox, None) is not None:
+                raise ProcessError(f"{self!r} already has a service or inbox named {inbox!r}")
+            setattr(self, inbox, p.switch)
         sim._live[p] = None
-        heappush(sim._heap, (sim.now + delay, next(self._keys), p.switch, None))
+        heappush(sim._heap, (sim.now + delay, next(self._keys), p.switch, _WAKE))
         return p
+
+    def current_process(self) -> Process:
+        """The calling process, which must belong to this entity."""
+        return self._current_process("current_process")
 
     def _current_process(self, what: str) -> Process:
         cur = getcurrent()

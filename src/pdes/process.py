@@ -1,11 +1,19 @@
 """Processes: greenlets owned by an entity that block and resume in simulated time.
 
 A process is a plain function run in its own greenlet. It blocks with :meth:`Process.sleep`,
-:meth:`Process.hibernate`, :meth:`Process.join` or :meth:`Mailbox.get` and is resumed by the
-event loop, so model code reads as straight-line code with no ``yield``.
+:meth:`Process.hibernate`, :meth:`Process.join`, :meth:`Process.receive` or
+:meth:`Mailbox.get` and is resumed by the event loop, so model code reads as straight-line
+code with no ``yield``.
 
 Every resumption is an ordinary event of the owning entity: its heap key comes from the
 entity's own key counter, which is what keeps runs deterministic.
+
+How resumption works (and why it is fast): an event that resumes a process is simply
+``process.switch(value)``. Kernel resumptions (the end of a sleep, a wake, a join, a
+mailbox hand-over, the start) pass a :class:`_Resume` marker; anything else is a message for
+the process's own inbox (see :meth:`Entity.spawn` with ``inbox=``). A message that arrives
+while the process is blocked elsewhere is queued in its inbox, so a message event costs one
+greenlet switch, no intermediate handler.
 """
 
 from __future__ import annotations
@@ -23,6 +31,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from .simulator import Simulator
 
 
+class _Resume:
+    """Marks a kernel resumption (as opposed to an inbox message) and carries its value."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any = None):
+        self.value = value
+
+
+_WAKE = _Resume(None)  # the shared marker of sleep ends and starts (value None)
+
+
 class Process(greenlet):
     """A greenlet owned by an entity; created with :meth:`Entity.spawn`.
 
@@ -30,10 +50,16 @@ class Process(greenlet):
         entity: the owning entity.
         name: a label used in reports.
         done: True once the function returned (or the process was killed).
+        killed: True if it was ended by :meth:`kill`.
         result: the function's return value once done.
         waiting_for: what a blocked process waits for; models (the MPI layer) set a precise
             description so that deadlock reports can say it.
     """
+
+    __slots__ = (
+        "entity", "name", "done", "killed", "result", "waiting_for",
+        "_sim", "_hub_switch", "_keys", "_fn", "_args", "_kwargs", "_hibernating", "_joiners", "_inbox",
+    )
 
     def __init__(self, entity: "Entity", fn: Callable[..., Any], args: tuple, kwargs: dict, name: str):
         sim = entity.sim
@@ -45,17 +71,24 @@ class Process(greenlet):
         self.result: Any = None
         self.waiting_for = ""
         self._sim = sim
+        # The event loop's greenlet is known once the run starts (Simulator.run sets it).
+        self._hub_switch = sim._hub.switch if sim._hub is not None else None
         self._keys = entity._keys
         self._fn = fn
         self._args = args
         self._kwargs = kwargs
         self._hibernating = False
         self._joiners: list[Process] | None = None
+        self._inbox: deque = deque()
 
     # -- greenlet entry point -------------------------------------------------------------
-    def run(self, *_start: Any) -> Any:  # noqa: D401 - greenlet protocol; the start event passes None
+    def run(self, first: Any = _WAKE) -> Any:  # noqa: D401 - greenlet protocol
         sim = self._sim
         try:
+            if first.__class__ is not _Resume:
+                # A message reached the inbox before the start event: keep it and wait.
+                self._inbox.append(first)
+                self._block()
             result = self._fn(*self._args, **self._kwargs)
         except GreenletExit:
             result = None
@@ -80,34 +113,44 @@ class Process(greenlet):
             now = sim.now
             heap = sim._heap
             keys = self._keys
+            r = _Resume(result)
             for p in joiners:
                 p._hibernating = False
-                heappush(heap, (now, next(keys), p.switch, result))
+                heappush(heap, (now, next(keys), p.switch, r))
+
+    def _block(self) -> Any:
+        """Give control back to the event loop until a kernel resumption arrives."""
+        hub_switch = self._hub_switch
+        inbox = self._inbox
+        while True:
+            v = hub_switch()
+            if v.__class__ is _Resume:
+                return v.value
+            inbox.append(v)
 
     # -- blocking calls (only from inside this process) -----------------------------------
-    def _check_current(self, what: str) -> None:
-        if getcurrent() is not self:
-            raise ProcessError(
-                f"{what}() was called outside process {self.name!r} of {self.entity!r}: "
-                "blocking calls are only valid inside the process itself"
-            )
+    def _not_current(self, what: str) -> ProcessError:
+        return ProcessError(
+            f"{what}() was called outside process {self.name!r} of {self.entity!r}: "
+            "blocking calls are only valid inside the process itself"
+        )
 
     def sleep(self, dt: float) -> None:
         """Block this process for ``dt`` seconds of simulated time."""
         if getcurrent() is not self:
-            self._check_current("sleep")
+            raise self._not_current("sleep")
         if not dt >= 0.0:
             raise ProcessError(f"sleep({dt!r}) in {self.entity!r}: the duration must be >= 0")
         sim = self._sim
-        heappush(sim._heap, (sim.now + dt, next(self._keys), self.switch, None))
-        sim._hub.switch()
+        heappush(sim._heap, (sim.now + dt, next(self._keys), self.switch, _WAKE))
+        self._block()
 
     def hibernate(self) -> Any:
         """Block until another party calls :meth:`wake`; returns the value given to ``wake``."""
         if getcurrent() is not self:
-            self._check_current("hibernate")
+            raise self._not_current("hibernate")
         self._hibernating = True
-        return self._sim._hub.switch()
+        return self._block()
 
     def wake(self, value: Any = None) -> None:
         """Resume a hibernating process at the current time (as an event of its own entity).
@@ -121,12 +164,50 @@ class Process(greenlet):
             )
         self._hibernating = False
         sim = self._sim
-        heappush(sim._heap, (sim.now, next(self._keys), self.switch, value))
+        heappush(sim._heap, (sim.now, next(self._keys), self.switch, _Resume(value)))
+
+    def resume(self, value: Any = None) -> None:
+        """Wake a hibernating process, at once when called from a service.
+
+        From a service (event context) the process runs immediately, inside the current
+        event, and this call returns when it blocks again: no extra event. From inside a
+        process it behaves like :meth:`wake` (a resume event at the current time).
+        """
+        if not self._hibernating:
+            raise ProcessError(
+                f"resume() on process {self.name!r} of {self.entity!r}, which is not hibernating"
+            )
+        self._hibernating = False
+        sim = self._sim
+        if getcurrent() is sim._hub:
+            self.switch(_Resume(value))
+        else:
+            heappush(sim._heap, (sim.now, next(self._keys), self.switch, _Resume(value)))
 
     @property
     def hibernating(self) -> bool:
         """True while the process is blocked in :meth:`hibernate` and not yet woken."""
         return self._hibernating
+
+    def receive(self) -> Any:
+        """Take the oldest message of this process's inbox, blocking while it is empty.
+
+        Messages reach the inbox through the entity service named by ``spawn(..., inbox=)``.
+        """
+        inbox = self._inbox
+        if inbox:
+            return inbox.popleft()
+        if getcurrent() is not self:
+            raise self._not_current("receive")
+        v = self._hub_switch()
+        if v.__class__ is _Resume:  # pragma: no cover - the kernel never resumes a receiver
+            raise ProcessError(f"process {self.name!r} of {self.entity!r} was resumed while receiving")
+        return v
+
+    @property
+    def pending(self) -> int:
+        """Number of messages waiting in the inbox."""
+        return len(self._inbox)
 
     def join(self) -> Any:
         """Block the calling process until this one finishes; returns its result."""
@@ -142,7 +223,7 @@ class Process(greenlet):
         self._joiners.append(cur)
         cur._hibernating = True
         cur.waiting_for = cur.waiting_for or f"join({self.name})"
-        return self._sim._hub.switch()
+        return cur._block()
 
     def kill(self) -> None:
         """End the process now (it sees ``GreenletExit`` at its blocking call).
@@ -166,7 +247,7 @@ class Process(greenlet):
 
 
 class Mailbox:
-    """A FIFO of items with at most one blocked reader (the process-oriented receive).
+    """A FIFO of items with at most one blocked reader, shared by code of one entity.
 
     ``put`` may be called from a service or a process; ``get`` only from a process. When a
     reader waits and ``put`` runs inside an event (a service), the reader resumes at once,
@@ -188,12 +269,11 @@ class Mailbox:
             self._items.append(item)
             return
         self._waiter = None
-        w._hibernating = False
         sim = self._sim
         if getcurrent() is sim._hub:
-            w.switch(item)
+            w.switch(_Resume(item))
         else:
-            heappush(sim._heap, (sim.now, next(w._keys), w.switch, item))
+            heappush(sim._heap, (sim.now, next(w._keys), w.switch, _Resume(item)))
 
     def get(self) -> Any:
         """Take the oldest item, blocking the calling process while the mailbox is empty."""
@@ -206,8 +286,7 @@ class Mailbox:
         if self._waiter is not None:
             raise ProcessError(f"Mailbox of {self.owner!r} already has a waiting reader")
         self._waiter = cur
-        cur._hibernating = True
-        return self._sim._hub.switch()
+        return cur._block()
 
     def __len__(self) -> int:
         return len(self._items)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Hashable, Iterator, TypeVar
 import numpy as np
 from greenlet import getcurrent
 
-from .entity import Entity
+from .entity import KEY_SHIFT, Entity
 from .errors import ConfigError, RemoteRankError, SimulationError, UnknownEntityError, UnknownServiceError
 from .placement import PlacementSpec, place
 from .process import Process
@@ -219,6 +219,11 @@ class Simulator:
                     f"group already lives on rank {prev}: a group must be placed on one rank"
                 )
 
+    @property
+    def n_entities(self) -> int:
+        """Entity ids assigned so far (all ranks); the next type added starts at this id."""
+        return self._next_eid
+
     def entity_type(self, name: str) -> EntityType:
         try:
             return self._types[name]
@@ -274,7 +279,7 @@ class Simulator:
         else:
             eid = dest
         etype = self._type_of(eid)
-        if not callable(getattr(etype.cls, service, None)):
+        if service not in etype.cls.inboxes and not callable(getattr(etype.cls, service, None)):
             raise UnknownServiceError(
                 f"{src!r} sent to {etype.name}[{eid - etype.offset}] service {service!r}, which "
                 f"{etype.cls.__name__} does not define"
@@ -303,6 +308,7 @@ class Simulator:
         hub = self._hub = getcurrent()
         for p in self._live:
             p.parent = hub
+            p._hub_switch = hub.switch
         t0 = _time.perf_counter()
         if self.parallel:
             events = self._run_windows()
@@ -315,25 +321,34 @@ class Simulator:
     def _run_sequential(self) -> int:
         heap = self._heap
         pop = heappop
-        heappush(heap, (self.end_time, -1, self._stop, None))
-        n = 0
-        last = self.now
+        end = self.end_time
+        if end < math.inf:
+            # Key -1 sorts before every model key, so events at exactly end_time never run.
+            heappush(heap, (end, -1, self._stop, None))
+        # The loop keeps no counters: events are counted afterwards from the entities' key
+        # counters (see _count_events), which keeps the hot path to pop, clock, call.
         try:
             while True:
                 t, _, fn, data = pop(heap)
                 self.now = t
                 fn(data)
-                n += 1
-                last = t
         except _Stop:
-            # The sentinel sits at end_time; with no end time it only marks an empty heap,
-            # and the clock stays at the last event executed.
-            self.now = t if t < math.inf else last
-            return n
+            self.now = end
+        except IndexError as exc:
+            # An empty heap ends a run without end time; any other IndexError is the model's.
+            if heap or exc.__traceback__.tb_next is not None:
+                raise self._wrap(exc, fn) from exc
         except Exception as exc:
             raise self._wrap(exc, fn) from exc
-        finally:
-            self._events_done = n
+        return self._count_events(0, 0)
+
+    def _count_events(self, remote_sent: int, remote_received: int, guards: int = 0) -> int:
+        """Events executed on this rank: keys created here, minus those sent away or still queued."""
+        created = 0
+        for k, ent in self._local.items():
+            if k.__class__ is int:
+                created += next(ent._keys) - (ent.eid << KEY_SHIFT)
+        return created - remote_sent + remote_received - (len(self._heap) - guards)
 
     @staticmethod
     def _stop(_data: Any) -> None:
@@ -367,7 +382,6 @@ class Simulator:
         la = self.lookahead
         end = self.end_time
         outboxes = self._outboxes
-        n = 0
         windows = 0
         sync_s = 0.0
         error: SimulationError | None = None
@@ -397,17 +411,17 @@ class Simulator:
                     t, _, fn, data = pop(heap)
                     self.now = t
                     fn(data)
-                    n += 1
             except Exception as exc:
                 error = self._wrap(exc, fn)
                 error.__cause__ = exc
                 if exchange is None:
                     raise error from exc
-        self._events_done = n
         self.stats.windows = windows
         self._sync_s = sync_s
         self._exchange = exchange
-        return n
+        if exchange is None:
+            return self._count_events(0, 0, guards=1)
+        return self._count_events(exchange.sent_events, exchange.recv_events, guards=1)
 
     def _raise_failure(self, error: SimulationError | None, exchange: Any) -> None:
         """Every rank learns of every failure; the failing rank raises its own error."""

@@ -26,7 +26,6 @@ import math
 from dataclasses import dataclass
 
 from ..entity import Entity
-from ..process import Mailbox
 from ..simulator import RunStats, Simulator
 
 
@@ -83,7 +82,10 @@ def _renewal_count(t_end: float, shift: float, mean: float) -> float:
         for i in range(1, k):
             term *= lam / i
             cdf_upper += term
-        total += 1.0 - cdf_upper
+        prob = 1.0 - cdf_upper
+        total += prob
+        if prob < 1e-15 and k > lam:  # the tail of the series is negligible
+            break
         k += 1
     return total
 
@@ -99,9 +101,14 @@ class _PholdBase(Entity):
         r = min(self.index // self._region_size, params.regions - 1)
         self._lo = r * self._region_size
         self._hi = n if r == params.regions - 1 else self._lo + self._region_size
-        rng = self.rng
+        # Hot-path copies: the handler reads only locals and plain attributes.
+        self._r = self.rng
+        self._base = self.sim.entity_type("lp").offset
+        self._n = n
+        self._la = params.lookahead
+        self._plain = params.regions == 1 and not params.digest and not params.max_hops and params.mean_delay > 0
         for _ in range(params.events_per_lp):
-            self.send(self.eid, "event", params.max_hops, self._draw_exp(rng))
+            self.send(self.eid, "event", params.max_hops, self._draw_exp(self._r))
 
     def _draw_exp(self, rng) -> float:
         return rng.expovariate(self._rate) if self._rate != math.inf else 0.0
@@ -115,53 +122,57 @@ class _PholdBase(Entity):
             return k if k < lo else k + (hi - lo)
         return lo + rng.randrange(hi - lo)
 
-
-class PholdLP(_PholdBase):
-    """Service style: ``event`` handles one event and sends the next."""
-
-    def event(self, hops: int) -> None:
+    def _next(self, hops: int) -> tuple[int, int, float] | None:
+        """Count one event; return (destination id, hops, delay) of the next, or None."""
         self.count += 1
         p = self.p
         if p.digest:
             self.digest = hash((self.digest, self.sim.now, hops))
         if p.max_hops:
             if hops <= 1:
-                return
+                return None
             hops -= 1
-        rng = self.rng
-        dest = self._dest(rng)
-        self.send(self.sim._types["lp"].offset + dest, "event", hops, p.lookahead + self._draw_exp(rng))
+        rng = self._r
+        return self._base + self._dest(rng), hops, self._la + self._draw_exp(rng)
+
+
+class PholdLP(_PholdBase):
+    """Service style: ``event`` handles one event and sends the next."""
+
+    def event(self, hops: int) -> None:
+        if self._plain:
+            self.count += 1
+            r = self._r
+            self.send(self._base + r.randrange(self._n), "event", hops, self._la + r.expovariate(self._rate))
+            return
+        nxt = self._next(hops)
+        if nxt is not None:
+            self.send(nxt[0], "event", nxt[1], nxt[2])
 
 
 class PholdProcessLP(_PholdBase):
-    """Process style: one process per LP loops on a blocking mailbox receive."""
+    """Process style: one process per LP loops on a blocking receive of its inbox."""
+
+    inboxes = ("event",)
 
     def __init__(self, params: PholdParams):
-        self.mailbox = Mailbox(self)
+        self.spawn(self.loop, name="phold", inbox="event")
         super().__init__(params)
-        self.spawn(self.loop, name="phold")
-
-    def event(self, hops: int) -> None:
-        self.mailbox.put(hops)
 
     def loop(self) -> None:
-        p = self.p
-        get = self.mailbox.get
-        rng = self.rng
-        base = self.sim._types["lp"].offset
-        la = p.lookahead
-        sim = self.sim
+        receive = self.current_process().receive
+        send = self.send
+        if self._plain:
+            r = self._r
+            base, n, la, rate = self._base, self._n, self._la, self._rate
+            while True:
+                hops = receive()
+                self.count += 1
+                send(base + r.randrange(n), "event", hops, la + r.expovariate(rate))
         while True:
-            hops = get()
-            self.count += 1
-            if p.digest:
-                self.digest = hash((self.digest, sim.now, hops))
-            if p.max_hops:
-                if hops <= 1:
-                    continue
-                hops -= 1
-            dest = self._dest(rng)
-            self.send(base + dest, "event", hops, la + self._draw_exp(rng))
+            nxt = self._next(receive())
+            if nxt is not None:
+                send(nxt[0], "event", nxt[1], nxt[2])
 
 
 STYLES = {"service": PholdLP, "process": PholdProcessLP}
@@ -184,6 +195,25 @@ def run(params: PholdParams, *, style: str = "service", seed: int = 0, comm="aut
     return sim, sim.run()
 
 
+def lp_digests(sim: Simulator) -> list[tuple[int, int, int]] | None:
+    """(id, events, digest) of every LP, gathered to rank 0 (None on the other ranks)."""
+    mine = [(lp.eid, lp.count, lp.digest) for lp in sim.entities("lp")]
+    if sim.comm is not None and sim.size > 1:
+        parts = sim.comm.gather(mine, root=0)
+        if sim.rank != 0:
+            return None
+        mine = [x for part in parts for x in part]
+    return sorted(mine)
+
+
+def run_digest(sim: Simulator) -> str | None:
+    """One hex digest of every LP's processed events (rank 0; None elsewhere)."""
+    import hashlib
+
+    d = lp_digests(sim)
+    return None if d is None else hashlib.sha256(repr(d).encode()).hexdigest()
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="PHOLD on the pdes kernel")
     ap.add_argument("--lps", type=int, default=1000)
@@ -196,6 +226,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--style", choices=sorted(STYLES), default="service")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--parallel", action="store_true", help="use the windowed loop even on one rank")
+    ap.add_argument("--digest", action="store_true", help="record and print a digest of every LP's events")
     a = ap.parse_args(argv)
     from ..parallel import world_comm
 
@@ -207,14 +238,15 @@ def main(argv: list[str] | None = None) -> None:
     size = comm.size if comm is not None else 1
     params = PholdParams(
         n_lps=a.lps, events_per_lp=a.events, end_time=a.end, lookahead=a.lookahead, mean_delay=a.mean,
-        remote=a.remote, regions=a.regions or size,
+        remote=a.remote, regions=a.regions or size, digest=a.digest,
     )
     sim, st = run(params, style=a.style, seed=a.seed, comm=comm, parallel=a.parallel or None)
+    digest = run_digest(sim) if a.digest else None
     if sim.rank == 0:
         print(json.dumps({
             "events": st.events, "wall_s": st.wall_s, "events_per_s": st.events_per_s, "ranks": st.ranks,
             "windows": st.windows, "remote_fraction": st.remote_fraction,
-            "expected_events": params.expected_events(),
+            "expected_events": params.expected_events(), "digest": digest,
         }))
 
 

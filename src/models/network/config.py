@@ -1,0 +1,68 @@
+"""Network model configuration: which transport, chunk size and software overheads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import TopologyError
+from ..units import UnitError, parse_bandwidth, parse_bytes, parse_time
+
+#: Transport models by name. "flow" (max-min fair sharing) is planned and not built yet.
+NETWORK_MODELS = ("packet", "ideal")
+PLANNED_MODELS = ("flow",)
+
+
+class NetworkConfigError(TopologyError):
+    """An invalid network configuration value."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkConfig:
+    """How messages cross the network.
+
+    Attributes:
+        model: ``"packet"`` (output-queued virtual cut-through on chunks; congestion emerges)
+            or ``"ideal"`` (no contention: o_s + sum(L) + S/min(B) + o_r).
+        chunk_size: bytes per chunk of the packet model (the speed/accuracy knob). Accepts
+            '4KiB'-style strings.
+        send_overhead: o_s, seconds of sender software overhead before injection.
+        recv_overhead: o_r, seconds of receiver software overhead after the last byte.
+        intra_node_bw: bandwidth of a copy between ranks of one node (bytes/s); ``None``
+            takes the machine's memory bandwidth per node.
+        intra_node_latency: latency of an intra-node copy (seconds).
+    """
+
+    model: str = "packet"
+    chunk_size: float | str = 4096
+    send_overhead: float | str = 0.5e-6
+    recv_overhead: float | str = 0.5e-6
+    intra_node_bw: float | str | None = None
+    intra_node_latency: float | str = 0.0
+
+    def __post_init__(self) -> None:
+        if self.model in PLANNED_MODELS:
+            raise NetworkConfigError(
+                f"network model {self.model!r} is planned but not implemented yet; valid: {', '.join(NETWORK_MODELS)}"
+            )
+        if self.model not in NETWORK_MODELS:
+            raise NetworkConfigError(f"network model {self.model!r} is unknown; valid: {', '.join(NETWORK_MODELS)}")
+        try:
+            c = parse_bytes(self.chunk_size, what="chunk_size")
+            o_s = parse_time(self.send_overhead, what="send_overhead")
+            o_r = parse_time(self.recv_overhead, what="recv_overhead")
+            lat = parse_time(self.intra_node_latency, what="intra_node_latency")
+            bw = None if self.intra_node_bw is None else parse_bandwidth(self.intra_node_bw, what="intra_node_bw")
+        except UnitError as exc:
+            raise NetworkConfigError(str(exc)) from None
+        if not (c >= 1 and float(c).is_integer()):
+            raise NetworkConfigError(f"chunk_size must be a whole number of bytes >= 1, got {self.chunk_size!r}")
+        for name, v in (("send_overhead", o_s), ("recv_overhead", o_r), ("intra_node_latency", lat)):
+            if not v >= 0:
+                raise NetworkConfigError(f"{name} must be >= 0 seconds, got {v!r}")
+        if bw is not None and not bw > 0:
+            raise NetworkConfigError(f"intra_node_bw must be > 0, got {self.intra_node_bw!r}")
+        object.__setattr__(self, "chunk_size", int(c))
+        object.__setattr__(self, "send_overhead", float(o_s))
+        object.__setattr__(self, "recv_overhead", float(o_r))
+        object.__setattr__(self, "intra_node_latency", float(lat))
+        object.__setattr__(self, "intra_node_bw", bw)

@@ -1,0 +1,144 @@
+"""A network attached to a simulator: NIC and router entities, placement and lookahead.
+
+Usage::
+
+    topo = get_machine("tiny-fattree").topology
+    sim = Simulator(lookahead=network_lookahead(topo))
+    net = Network(sim, topo, NetworkConfig(model="packet"), mem_bw=20e9)
+    ...  # NetworkNode entities are sim.entity("node", i); subclass NetworkNode for hooks
+    sim.run()
+    stats = net.stats()
+
+Placement for parallel runs: the topology partitions its routers over the ranks (a pod, a
+dragonfly group or a torus slab per rank, balanced by node count) and every node lives with
+its router. A router and its nodes form one locality group, so injection and ejection links
+may be shorter than the lookahead; the lookahead is the minimum latency of router-to-router
+links, which is what a conservative window may span. Results are identical for any number of
+ranks: every tie is broken by the kernel's (time, entity, counter) key.
+"""
+
+from __future__ import annotations
+
+
+
+import numpy as np
+
+from pdes import ConfigError, Simulator
+
+from ..topology import KIND_EJECT, KIND_INJECT, Topology
+from .config import NetworkConfig
+from .node import NetworkNode
+from .router import Router
+from .state import NetState, NetworkStats, gather_stats
+
+NODE_TYPE = "node"
+ROUTER_TYPE = "router"
+
+
+def network_lookahead(topology: Topology) -> float:
+    """The largest valid lookahead for a network: the minimum router-to-router latency.
+
+    (Injection and ejection links stay inside a locality group.) A topology with a single
+    router falls back to the minimum latency of any link.
+    """
+    kind = topology.link_kind
+    inter = (kind != KIND_INJECT) & (kind != KIND_EJECT)
+    lat = topology.link_lat[inter] if inter.any() else topology.link_lat
+    return float(lat.min())
+
+
+class Network:
+    """The network of one simulation: registers the entities and owns the per-rank state.
+
+    Args:
+        sim: the simulator (its lookahead must not exceed :func:`network_lookahead`).
+        topology: the machine's topology.
+        config: transport model, chunk size and overheads.
+        mem_bw: the node memory bandwidth used for intra-node copies when the config gives
+            none (bytes/s).
+        node_cls: the compute-node entity class (a :class:`NetworkNode` subclass); it is
+            constructed as ``node_cls(network, *node_args)``.
+    """
+
+    def __init__(
+        self,
+        sim: Simulator,
+        topology: Topology,
+        config: NetworkConfig | None = None,
+        *,
+        mem_bw: float = 10e9,
+        node_cls: type[NetworkNode] = NetworkNode,
+        node_args: tuple = (),
+    ):
+        config = config or NetworkConfig()
+        if not isinstance(topology, Topology):
+            raise ConfigError(f"Network needs a Topology, got {type(topology).__name__}")
+        if not (isinstance(node_cls, type) and issubclass(node_cls, NetworkNode)):
+            raise ConfigError(f"node_cls must be a subclass of NetworkNode, got {node_cls!r}")
+        la = network_lookahead(topology)
+        if sim.lookahead > la:
+            raise ConfigError(
+                f"the simulator's lookahead {sim.lookahead!r} s exceeds the network's minimum "
+                f"router-to-router latency {la!r} s; use network_lookahead(topology)"
+            )
+        self.sim = sim
+        self.topology = topology
+        self.config = config
+        n, r = topology.n_nodes, topology.n_routers
+        router_rank = topology.partition(sim.size) if sim.size > 1 else np.zeros(r, dtype=np.int32)
+        node_router = topology.node_router
+        packet = config.model == "packet"
+        # Entity ids: nodes first, then routers (if any), after whatever the model added.
+        node_off = sim.n_entities
+        router_off = node_off + n
+        v = topology.link_dst.astype(np.int64)
+        link_dst_eid = np.where(v < n, node_off + v, router_off + (v - n))
+        self.state = NetState(topology, config, link_dst_eid=link_dst_eid, mem_bw=mem_bw)
+        self.router_rank = router_rank
+        self.node_rank = router_rank[node_router]
+        self.nodes = sim.add_entities(
+            node_cls, n, self, *node_args, name=NODE_TYPE,
+            placement=self.node_rank, group=lambda i: ("net", int(node_router[i])),
+        )
+        self.routers = []
+        if packet:
+            self.routers = sim.add_entities(
+                Router, r, self, name=ROUTER_TYPE, placement=router_rank, group=lambda i: ("net", i),
+            )
+        self.node_offset = node_off
+
+    def node_eid(self, node: int) -> int:
+        """Kernel entity id of compute node ``node``."""
+        return self.node_offset + node
+
+    def stats(self) -> NetworkStats:
+        """Traffic statistics of the run (call after ``sim.run()`` on every rank)."""
+        sim = self.sim
+        st = self.state
+        mine = _StateView(st)
+        if sim.comm is not None and sim.size > 1:
+            views = sim.comm.allgather(mine)
+        else:
+            views = [mine]
+        out = gather_stats(views, sim.stats.end_time)
+        if self.config.model == "ideal":
+            # No contention: a link is busy for exactly its bytes over its bandwidth. (Computed
+            # here rather than summed per message, so the figure is the same for any P.)
+            out.link_busy = out.link_bytes / self.topology.link_bw
+        return out
+
+
+class _StateView:
+    """The picklable part of a NetState (what stats() gathers across ranks)."""
+
+    def __init__(self, st: NetState):
+        self.bytes = st.bytes
+        self.busy = st.busy
+        self.maxq = st.maxq
+        self.jobs = st.jobs
+        self.messages = st.messages
+        self.chunks = st.chunks
+        self.intra_messages = st.intra_messages
+
+
+__all__ = ["Network", "NetworkNode", "Router", "network_lookahead", "NODE_TYPE", "ROUTER_TYPE"]

@@ -1,0 +1,202 @@
+"""Compute-node entities: the host side and the NIC of every node.
+
+The delivery API for the layers above (the MPI layer subclasses :class:`NetworkNode`):
+
+* ``net_send(dst, nbytes, payload, job=-1, notify=False)``: send ``nbytes`` from this node
+  to node ``dst``; ``payload`` is a small opaque object carried for matching.
+* ``on_message(src, nbytes, payload, job)``: called on the destination node when the last
+  byte has arrived plus the receive overhead o_r.
+* ``on_sent(payload, job)``: called on the sender, when ``notify`` was set, once its buffer
+  is free (the last chunk has left the NIC; for the ideal model, after o_s + S/B_inject).
+
+Messages between ranks of one node never touch the network: they are copies through the
+node's memory channel (bandwidth ``intra_node_bw``, FIFO, so concurrent copies share it).
+
+Packet model: the NIC cuts a message into chunks of at most C bytes and injects the chunks of
+concurrent messages round-robin, one chunk whenever the injection port is free. Every chunk
+then travels hop by hop through :class:`~models.network.router.Router` entities.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from pdes import Entity
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .network import Network
+    from .state import NetState
+
+
+class NetworkNode(Entity):
+    """A compute node: its NIC and the hooks where the layers above receive messages."""
+
+    def __init__(self, net: "Network"):
+        self.net = net
+        self.node = self.index
+        st: NetState = net.state
+        self._st = st
+        self._txq: deque = deque()
+        self._pumping = False
+        self._mid = 0
+        self._rx: dict[int, float] = {}
+        self._mem_free = 0.0
+        self._ideal = net.config.model == "ideal"
+        self._adaptive = net.topology.is_adaptive
+        self._n_nodes = net.topology.n_nodes
+        self._keyed = net.topology.routing in net.topology.KEYED_ROUTINGS
+
+    # -- hooks for the layers above ------------------------------------------------------
+    def on_message(self, src: int, nbytes: int, payload: Any, job: int) -> None:
+        """A message from node ``src`` has been delivered here (override)."""
+
+    def on_sent(self, payload: Any, job: int) -> None:
+        """The buffer of a message sent with ``notify=True`` is free again (override)."""
+
+    # -- sending -----------------------------------------------------------------------------
+    def net_send(self, dst: int, nbytes: int, payload: Any = None, job: int = -1, notify: bool = False) -> None:
+        """Send ``nbytes`` to node ``dst``, starting now (plus the send overhead o_s)."""
+        st = self._st
+        mid = self._mid
+        self._mid = mid + 1
+        msg = (self.node, mid, nbytes, job, payload, notify, self.node + self._n_nodes * mid)
+        if dst == self.node:
+            self._intra(msg)
+            return
+        topo = st.topology
+        if self._ideal:
+            self._ideal_send(dst, msg)
+            return
+        if self._adaptive:
+            now = self.sim.now
+            free = st.free
+            route = topo.route_adaptive(self.node, dst, mid, lambda l: max(0.0, free[l] - now))
+        else:
+            route = topo.route(self.node, dst, mid)
+        st.messages += 1
+        js = st.jobs.get(job)
+        if js is None:
+            js = st.jobs[job] = [0.0, 0.0, 0]
+        js[0] += nbytes
+        js[1] += nbytes * (len(route) - 2)
+        js[2] += 1
+        entry = [msg, route, nbytes]
+        if st.o_s > 0.0:
+            self.after(st.o_s, self._enqueue, entry)
+        else:
+            self._enqueue(entry)
+
+    def _enqueue(self, entry: list) -> None:
+        self._txq.append(entry)
+        if not self._pumping:
+            self._pumping = True
+            free = self._st.free[entry[1][0]]
+            now = self.sim.now
+            if free > now:
+                self.after(free - now, self._pump, None)
+            else:
+                self._pump(None)
+
+    def _pump(self, _: Any) -> None:
+        """Inject one chunk of the message at the head of the round-robin queue."""
+        q = self._txq
+        entry = q.popleft()
+        msg, route, rem = entry
+        st = self._st
+        c = st.chunk
+        nb = c if rem > c else rem
+        l = route[0]
+        now = self.sim.now
+        ser = nb / st.bw[l]
+        end = now + ser
+        st.free[l] = end
+        st.bytes[l] += nb
+        st.busy[l] += ser
+        st.chunks += 1
+        lat = st.lat[l]
+        self.send(st.dst_eid[l], "chunk", (route, 1, nb, end + lat, msg), lat)
+        rem -= nb
+        if rem > 0:
+            entry[2] = rem
+            q.append(entry)
+        elif msg[5]:
+            self.after(ser, self._sent, msg)
+        if q:
+            self.after(ser, self._pump, None)
+        else:
+            self._pumping = False
+
+    def _sent(self, msg: tuple) -> None:
+        self.on_sent(msg[4], msg[3])
+
+    # -- receiving (packet model) --------------------------------------------------------------
+    def chunk(self, d: tuple) -> None:
+        """A chunk's head reached this NIC (the last hop); its tail arrives at ``d[3]``."""
+        _, _, nb, tail, msg = d
+        total = msg[2]
+        if nb < total:
+            rx = self._rx
+            k = msg[6]
+            got = rx.get(k, 0) + nb
+            if got < total:
+                rx[k] = got
+                return
+            del rx[k]
+        self.after(tail - self.sim.now + self._st.o_r, self._deliver, msg)
+
+    def _deliver(self, msg: tuple) -> None:
+        self.on_message(msg[0], msg[2], msg[4], msg[3])
+
+    # -- ideal model -----------------------------------------------------------------------------
+    def _ideal_send(self, dst: int, msg: tuple) -> None:
+        st = self._st
+        # Routes that depend on the message key (ECMP, Valiant) are not cached here: the
+        # topology caches the routes themselves.
+        ck = None if self._keyed else (self.node, dst)
+        path = st.ideal_paths.get(ck) if ck is not None else None
+        if path is None:
+            route = st.topology.route(self.node, dst, msg[1])
+            lat = st.lat
+            bw = st.bw
+            path = (route, sum(lat[l] for l in route), min(bw[l] for l in route))
+            if ck is not None:
+                st.ideal_paths[ck] = path
+        route, sum_lat, min_bw = path
+        nbytes = msg[2]
+        st.messages += 1
+        js = st.jobs.get(msg[3])
+        if js is None:
+            js = st.jobs[msg[3]] = [0.0, 0.0, 0]
+        js[0] += nbytes
+        js[1] += nbytes * (len(route) - 2)
+        js[2] += 1
+        sbytes = st.bytes
+        for l in route:
+            sbytes[l] += nbytes
+        delay = st.o_s + sum_lat + nbytes / min_bw
+        self.send(st.dst_eid[route[-1]], "ideal_in", msg, delay)
+        if msg[5]:
+            self.after(st.o_s + nbytes / st.bw[route[0]], self._sent, msg)
+
+    def ideal_in(self, msg: tuple) -> None:
+        """Ideal model: the whole message has arrived."""
+        o_r = self._st.o_r
+        if o_r > 0.0:
+            self.after(o_r, self._deliver, msg)
+        else:
+            self._deliver(msg)
+
+    # -- intra-node copies -------------------------------------------------------------------
+    def _intra(self, msg: tuple) -> None:
+        st = self._st
+        st.intra_messages += 1
+        now = self.sim.now
+        start = now + st.o_s
+        if self._mem_free > start:
+            start = self._mem_free
+        end = start + msg[2] / st.mem_bw
+        self._mem_free = end
+        self.after(end + st.mem_lat + st.o_r - now, self._deliver, msg)
+        if msg[5]:
+            self.after(end - now, self._sent, msg)

@@ -1,0 +1,116 @@
+"""Per-rank network state shared by the NIC and router entities of one simulation.
+
+Port state and statistics live in plain Python lists indexed by link id (faster than numpy
+scalars on the per-hop path). Each rank only touches the links whose source vertex it owns,
+so the per-rank lists can be summed (or maxed) across ranks at the end of a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..topology import KIND_EJECT, KIND_INJECT, Topology
+from .config import NetworkConfig
+
+
+class NetState:
+    """Link tables and per-rank counters of a network (one per simulation per rank)."""
+
+    def __init__(self, topology: Topology, config: NetworkConfig, *, link_dst_eid: np.ndarray, mem_bw: float):
+        t = topology
+        self.topology = t
+        self.config = config
+        self.chunk = config.chunk_size
+        self.o_s = config.send_overhead
+        self.o_r = config.recv_overhead
+        self.mem_bw = config.intra_node_bw if config.intra_node_bw is not None else mem_bw
+        self.mem_lat = config.intra_node_latency
+        self.bw: list[float] = t.link_bw.tolist()
+        self.lat: list[float] = t.link_lat.tolist()
+        self.dst_eid: list[int] = link_dst_eid.tolist()
+        n = t.n_links
+        self.free: list[float] = [0.0] * n
+        self.bytes: list[float] = [0.0] * n
+        self.busy: list[float] = [0.0] * n
+        self.maxq: list[float] = [0.0] * n
+        # job id -> [bytes, hop-bytes, messages] of messages sent from this rank's nodes.
+        self.jobs: dict[int, list[float]] = {}
+        self.messages = 0
+        self.chunks = 0
+        self.intra_messages = 0
+        # Ideal model: (src, dst) -> (route, sum of latencies, min bandwidth).
+        self.ideal_paths: dict[tuple[int, int], tuple[tuple[int, ...], float, float]] = {}
+
+
+@dataclass
+class NetworkStats:
+    """Traffic statistics of a run, identical for any number of ranks.
+
+    Per-link arrays are indexed by link id; ``utilization`` is busy time over the run's
+    simulated duration. Per-job figures count messages by their sender.
+    """
+
+    link_bytes: np.ndarray
+    link_busy: np.ndarray
+    link_max_queue: np.ndarray
+    duration: float
+    job_bytes: dict[int, float] = field(default_factory=dict)
+    job_hop_bytes: dict[int, float] = field(default_factory=dict)
+    job_messages: dict[int, int] = field(default_factory=dict)
+    messages: int = 0
+    chunks: int = 0
+    intra_node_messages: int = 0
+
+    @property
+    def link_utilization(self) -> np.ndarray:
+        return self.link_busy / self.duration if self.duration > 0 else np.zeros_like(self.link_busy)
+
+    @property
+    def max_queue_delay(self) -> float:
+        return float(self.link_max_queue.max()) if len(self.link_max_queue) else 0.0
+
+    def hot_links(self, topology: Topology, k: int = 10, *, network_only: bool = True) -> list[dict[str, Any]]:
+        """The ``k`` busiest links (by busy time), optionally leaving out NIC links."""
+        busy = self.link_busy.copy()
+        if network_only:
+            kind = topology.link_kind
+            busy[(kind == KIND_INJECT) | (kind == KIND_EJECT)] = -1.0
+        order = np.argsort(-busy, kind="stable")[:k]
+        out = []
+        for l in order:
+            if busy[l] <= 0:
+                break
+            out.append({
+                "link": int(l),
+                "src": int(topology.link_src[l]),
+                "dst": int(topology.link_dst[l]),
+                "bytes": float(self.link_bytes[l]),
+                "busy_s": float(self.link_busy[l]),
+                "utilization": float(self.link_busy[l] / self.duration) if self.duration > 0 else 0.0,
+                "max_queue_s": float(self.link_max_queue[l]),
+            })
+        return out
+
+
+def gather_stats(states: list[NetState], duration: float) -> NetworkStats:
+    """Combine the per-rank states (already gathered) into one :class:`NetworkStats`."""
+    b = np.sum([np.asarray(s.bytes) for s in states], axis=0)
+    busy = np.sum([np.asarray(s.busy) for s in states], axis=0)
+    mq = np.max([np.asarray(s.maxq) for s in states], axis=0)
+    jb: dict[int, float] = {}
+    jh: dict[int, float] = {}
+    jm: dict[int, int] = {}
+    for s in states:
+        for j, (by, hb, m) in s.jobs.items():
+            jb[j] = jb.get(j, 0.0) + by
+            jh[j] = jh.get(j, 0.0) + hb
+            jm[j] = jm.get(j, 0) + int(m)
+    return NetworkStats(
+        link_bytes=b, link_busy=busy, link_max_queue=mq, duration=duration,
+        job_bytes=dict(sorted(jb.items())), job_hop_bytes=dict(sorted(jh.items())), job_messages=dict(sorted(jm.items())),
+        messages=sum(s.messages for s in states), chunks=sum(s.chunks for s in states),
+        intra_node_messages=sum(s.intra_messages for s in states),
+    )

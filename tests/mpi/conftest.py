@@ -1,0 +1,1 @@
+"""Tests in this folder run under mpirun with pytest-mpi (``--with-mpi``)."""
