@@ -194,3 +194,7 @@ class FirstFreeAllocator(Allocator):
         if k > state.n_free:
             return None
         return np.flatnonzero(state.free)[:k]
+
+
+# The allocators of scheduler.allocators register themselves on import.
+from . import allocators as _allocators  # noqa: E402,F401
