@@ -91,6 +91,13 @@ class _Tree:
         base = leaf * self.npl
         return base + np.flatnonzero(free[base:base + self.npl])[:count]
 
+    def first_free_many(self, free: np.ndarray, leaves: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """The lowest ``counts[i]`` free nodes of each leaf ``leaves[i]``, sorted."""
+        rows = free.reshape(self.NL, self.npl)[leaves]
+        take = rows & (np.cumsum(rows, axis=1) <= np.asarray(counts)[:, None])
+        i, j = np.nonzero(take)
+        return np.sort(np.asarray(leaves)[i] * self.npl + j)
+
 
 def _fattree_levels(alloc: OptionsAllocator, lo: int, hi: int) -> None:
     lv = alloc.topology.levels
@@ -311,6 +318,21 @@ class JigsawInfo:
 _NO_PAIRS = np.zeros((0, 2), dtype=np.int64)
 
 
+def _leaves_with_at_least(cap: np.ndarray, kmax: int) -> np.ndarray:
+    """``out[g, k]``: leaves of group ``g`` whose ``cap`` is at least ``k`` (k = 0..kmax)."""
+    G, L = cap.shape
+    idx = (np.arange(G)[:, None] * (kmax + 2) + np.minimum(cap, kmax + 1)).reshape(-1)
+    hist = np.bincount(idx, minlength=G * (kmax + 2)).reshape(G, kmax + 2)
+    return np.cumsum(hist[:, ::-1], axis=1)[:, ::-1][:, : kmax + 1]
+
+
+def _pairs(rows: np.ndarray, ports: np.ndarray) -> np.ndarray:
+    """(row, port) pairs: every port of ``ports`` for every row of ``rows`` (int64, m x 2)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    ports = np.asarray(ports, dtype=np.int64)
+    return np.column_stack((np.repeat(rows, len(ports)), np.tile(ports, len(rows))))
+
+
 class JigsawState(PlacementState):
     """Occupancy plus the owners of leaf up ports (``leaf_port``, n_leaves x ports) and of
     L2 up ports (``l2_port``, n_L2 x ports), -1 when free. Each port stands for the up link
@@ -419,12 +441,19 @@ class JigsawAllocator(OptionsAllocator):
             return None
         LPF = st.leaf_port == -1
         fpc = LPF.sum(axis=1)
-        # Every node of a multi-leaf job needs a free up port on its leaf.
-        if int(np.minimum(fl, fpc).sum()) < n:
+        # Every node of a multi-leaf job needs a free up port on its leaf (and, across pods,
+        # one on an L2 switch of its pod): cheap bounds that settle most refusals.
+        cap = np.minimum(fl, fpc)
+        if int(cap.sum()) < n:
             return None
-        got = self._in_group(n, free, fl, LPF, fpc)
+        G = t.NP if t.levels >= 3 else 1
+        got = None
+        if int(cap.reshape(G, -1).sum(axis=1).max()) >= n:
+            got = self._in_group(n, free, fl, LPF, fpc)
         if got is None and t.levels >= 3:
-            got = self._across_pods(n, st, free, fl, LPF, fpc)
+            l2cap = (st.l2_port == -1).reshape(t.NP, -1).sum(axis=1)
+            if int(np.minimum(cap.reshape(t.NP, -1).sum(axis=1), l2cap).sum()) >= n:
+                got = self._across_pods(n, st, free, fl, LPF, fpc)
         return got
 
     def _in_group(self, n: int, free: np.ndarray, fl: np.ndarray, LPF: np.ndarray, fpc: np.ndarray) -> Placement | None:
@@ -436,13 +465,18 @@ class JigsawAllocator(OptionsAllocator):
         P3 = LPF.reshape(G, LG, t.W2)
         gfree = fl3.sum(axis=1)
         kmax = min(t.npl, t.W2, n - 1)
+        if kmax < 1:
+            return None
+        # el[g, k]: leaves of group g with k free nodes and k free up ports.
+        el = _leaves_with_at_least(np.minimum(fl3, fpc3), kmax)
+        elmax = el.max(axis=0)
         for k in range(kmax, 0, -1):
             f, r = divmod(n, k)
             if f + (r > 0) > LG:
                 break  # smaller k needs even more leaves
-            E = (fl3 >= k) & (fpc3 >= k)
-            if int(E.sum(axis=1).max()) < f:
+            if elmax[k] < f:
                 continue  # no group has f leaves with k free nodes and k free ports
+            E = (fl3 >= k) & (fpc3 >= k)
             cnt = (E[:, :, None] & P3).sum(axis=1)  # (G, W2)
             pi = np.argsort(-cnt, axis=1, kind="stable")[:, :k]
             pim = np.zeros((G, t.W2), dtype=bool)
@@ -463,17 +497,19 @@ class JigsawAllocator(OptionsAllocator):
             full = np.flatnonzero(FL[g])
             full = full[np.lexsort((full, fl3[g, full]))][:f]
             ports = np.sort(pi[g])
-            leaf_ports = [np.column_stack((np.full(k, base + j), ports)) for j in full.tolist()]
-            nodes = [t.first_free(free, base + j, k) for j in full.tolist()]
+            leaves = base + full
+            counts = np.full(f, k)
+            lp = _pairs(leaves, ports)
             if r:
                 rl = RL[g].copy()
                 rl[full] = False
                 j = _best_fit(fl3[g], rl)
                 q = np.flatnonzero(P3[g, j] & pim[g])[:r]
-                leaf_ports.append(np.column_stack((np.full(r, base + j), q)))
-                nodes.append(t.first_free(free, base + j, r))
-            info = JigsawInfo("pod", np.concatenate(leaf_ports).astype(np.int64), _NO_PAIRS, k, tuple(ports.tolist()))
-            return Placement(np.sort(np.concatenate(nodes)), info)
+                lp = np.concatenate((lp, _pairs(np.array([base + j]), q)))
+                leaves = np.append(leaves, base + j)
+                counts = np.append(counts, r)
+            info = JigsawInfo("pod", lp, _NO_PAIRS, k, tuple(ports.tolist()))
+            return Placement(t.first_free_many(free, leaves, counts), info)
         return None
 
     def _across_pods(self, n: int, st: JigsawState, free: np.ndarray, fl: np.ndarray, LPF: np.ndarray,
@@ -481,8 +517,18 @@ class JigsawAllocator(OptionsAllocator):
         t = self.t
         NP, LP, W2, w2, W3 = t.NP, t.LP, t.W2, t.w2, t.W3
         SF = (st.l2_port == -1).reshape(NP, w2, W3)
+        sfc = SF.sum(axis=2)  # free up ports of each L2 switch (NP, w2)
         pfree = fl.reshape(NP, LP).sum(axis=1)
-        for k in range(min(t.npl, W2), 0, -1):
+        kmax = min(t.npl, W2)
+        # Upper bound on the job nodes each k allows, before choosing ports: a full pod gives
+        # at most (its leaves with k free nodes and ports) and (its free L2 up ports // k)
+        # full leaves, and a remainder leaf adds fewer than k nodes.
+        el = _leaves_with_at_least(np.minimum(fl, fpc).reshape(NP, LP), kmax)  # (NP, kmax + 1)
+        ks = np.arange(kmax + 1)
+        ub = (np.minimum(el, sfc.sum(axis=1)[:, None] // np.maximum(ks, 1)[None, :]).sum(axis=0) * ks + ks - 1)
+        for k in range(kmax, 0, -1):
+            if ub[k] < n:
+                continue
             E = (fl >= k) & (fpc >= k)
             if int(E.sum()) * k + (k - 1) < n:
                 continue  # every eligible leaf full plus a remainder leaf cannot hold the job
@@ -495,15 +541,23 @@ class JigsawAllocator(OptionsAllocator):
             if int(nFL.sum()) * k + (k - 1) < n:
                 continue
             mult = np.bincount(pi % w2, minlength=w2)
+            used = mult > 0
             mmax = int(mult.max())
             Fmax = min(LP, W3 // mmax if mmax else LP)
-            for F in range(Fmax, 0, -1):
+            # The most full leaves a pod can give: eligible leaves, and free L2 up ports
+            # (F full leaves need F * mult[x] ports at each L2 switch x).
+            podF = np.minimum(nFL, (sfc[:, used] // mult[used]).min(axis=1))
+            if int(podF.sum()) * k + (k - 1) < n:
+                continue
+            # F values (descending) with enough pods for G = n // (F k) full pods; G == 1
+            # without a remainder is a single pod (tried before).
+            Fs = np.arange(Fmax, 0, -1)
+            Gs = n // (Fs * k)
+            enough = (podF[None, :] >= Fs[:, None]).sum(axis=1) >= Gs
+            keep = enough & (Gs >= 1) & ~((Gs == 1) & (n % (Fs * k) == 0))
+            for F in Fs[keep].tolist():
                 G, rem = divmod(n, F * k)
-                if G == 0 or (G == 1 and rem == 0):
-                    continue
-                pods0 = nFL >= F
-                if int(pods0.sum()) < G:
-                    continue
+                pods0 = podF >= F
                 need = F * mult
                 cs = SF[pods0].sum(axis=0)  # (w2, W3)
                 rank = np.empty_like(cs)
@@ -561,31 +615,30 @@ class JigsawAllocator(OptionsAllocator):
                     mult: np.ndarray, free: np.ndarray, fl: np.ndarray, remainder: tuple | None) -> Placement:
         t = self.t
         LP, w2 = t.LP, t.w2
-        leaf_ports, l2_ports, nodes = [], [], []
-        sig_ports = [np.flatnonzero(sig[x]) for x in range(w2)]
-        for p in fulls.tolist():
-            leaves = np.arange(p * LP, (p + 1) * LP)
-            fll = np.flatnonzero(FL[leaves])
-            fll = leaves[fll[np.lexsort((fll, fl[leaves][fll]))][:F]]
-            for leaf in fll.tolist():
-                leaf_ports.append(np.column_stack((np.full(k, leaf), pi)))
-                nodes.append(t.first_free(free, leaf, k))
-            for x in np.flatnonzero(mult).tolist():
-                l2_ports.append(np.column_stack((np.full(len(sig_ports[x]), p * w2 + x), sig_ports[x])))
+        # F best-fitting full-eligible leaves in each full pod.
+        fl2 = fl.reshape(t.NP, LP)[fulls]
+        key = np.where(FL.reshape(t.NP, LP)[fulls], fl2, np.iinfo(np.int64).max)
+        pick = np.argsort(key, axis=1, kind="stable")[:, :F]
+        leaves = (fulls[:, None] * LP + pick).reshape(-1)
+        counts = np.full(len(leaves), k)
+        lp = [_pairs(leaves, pi)]
+        # Sigma_x at every used L2 switch x of every full pod.
+        xs, ts = np.nonzero(sig & (mult > 0)[:, None])
+        l2 = [np.column_stack(((fulls[:, None] * w2 + xs[None, :]).reshape(-1), np.tile(ts, len(fulls))))]
         if remainder is not None:
             p, fll, rleaf, rports, need2, avail = remainder
-            for leaf in fll.tolist():
-                leaf_ports.append(np.column_stack((np.full(k, leaf), pi)))
-                nodes.append(t.first_free(free, leaf, k))
+            lp.append(_pairs(fll, pi))
+            leaves = np.concatenate((leaves, fll))
+            counts = np.concatenate((counts, np.full(len(fll), k)))
             if rleaf >= 0:
-                leaf_ports.append(np.column_stack((np.full(len(rports), rleaf), rports)))
-                nodes.append(t.first_free(free, rleaf, len(rports)))
+                lp.append(_pairs(np.array([rleaf]), rports))
+                leaves = np.append(leaves, rleaf)
+                counts = np.append(counts, len(rports))
             for x in np.flatnonzero(need2).tolist():
-                ports = np.flatnonzero(avail[x])[: need2[x]]  # free in this pod, within Sigma_x
-                l2_ports.append(np.column_stack((np.full(len(ports), p * w2 + x), ports)))
-        info = JigsawInfo("pods", np.concatenate(leaf_ports).astype(np.int64),
-                          np.concatenate(l2_ports).astype(np.int64) if l2_ports else _NO_PAIRS, k, tuple(pi.tolist()))
-        return Placement(np.sort(np.concatenate(nodes)), info)
+                # Free in this pod and within Sigma_x, so nested in the full pods' ports.
+                l2.append(_pairs(np.array([p * w2 + x]), np.flatnonzero(avail[x])[: need2[x]]))
+        info = JigsawInfo("pods", np.concatenate(lp), np.concatenate(l2) if l2 else _NO_PAIRS, k, tuple(pi.tolist()))
+        return Placement(t.first_free_many(free, leaves, counts), info)
 
     # -------------------------------------------------------------------------- commit
     def _info_for(self, job: Job, nodes: np.ndarray, st: JigsawState) -> JigsawInfo:
