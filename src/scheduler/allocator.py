@@ -23,6 +23,13 @@ Allocator
     state. A backfill check may commit a job on a copied state and then ``select`` another
     one on that copy, so commit and select must agree on what "placed" means.
 
+    An allocator that decides more than the nodes (reserved links, a partition) returns a
+    :class:`scheduler.allocators.base.Placement`: the same sorted int64 node ids as an
+    ndarray subclass, carrying the decision in ``info``. Callers pass the object ``select``
+    returned, unchanged, to ``commit`` and keep it as ``job.assigned_nodes`` (which
+    ``release`` receives), so the decision travels with the nodes, also when a reservation
+    chosen on one state is committed on another.
+
     ``combine(states)`` returns a state in which a placement is possible only if it is
     possible in every one of ``states`` (conservative backfilling checks a slot against
     the states at every instant of the slot this way). The default intersects the ``free``
@@ -33,7 +40,8 @@ Allocator
     can host an ``n``-node job, so ``select`` fails exactly when ``job.nodes > n_free``).
     Backfill policies then use fast count arithmetic (shadow time and extra nodes) instead
     of trying ``select`` on copied states; both give the same schedules (tested).
-    Topology-aware allocators set it False.
+    Topology-aware allocators set it False; an allocator whose options change it (first
+    fit without its fallback) sets it on the instance.
 
     Constructors are keyword-only: ``Allocator(n_nodes=..., topology=None, seed=0,
     **options)``; unknown options raise :class:`~scheduler.errors.UserError`. Random choices

@@ -4,9 +4,10 @@ After Zhou, Yang, Lan, Rich, Tang, Morozov, Desai, "Improving batch scheduling o
 Gene/Q by relaxing 5D torus network allocation constraints", IPDPS 2015.
 
 The model
-    The torus is cut into *midplanes*: blocks of ``block`` routers (default 4 per dimension
-    where the extent is a multiple of 4 above 4, else the whole extent: Mira's 4x4x4x4x2
-    midplanes on its 8x12x16x16x2 torus, a 2x3x4x4x1 grid of midplanes). A partition is a
+    The torus is cut into *midplanes*: blocks of ``block`` routers (by default 4 per
+    dimension where the extent is a multiple of 4 from 8 up, half of other even extents from
+    4 up, else the whole extent: Mira's 4x4x4x4x2 midplanes on its 8x12x16x16x2 torus, a
+    2x3x4x4x1 grid of midplanes). A partition is a
     rectangular prism of midplanes (it may wrap around the machine) and a job runs alone on
     one: the smallest prism volume of at least ``ceil(n / nodes per midplane)`` midplanes,
     shapes of that volume from the most cubic, origins in grid order. The job gets the
@@ -125,6 +126,12 @@ class PartitionState(PlacementState):
         return c  # type: ignore[return-value]
 
 
+def default_block(dims: tuple[int, ...]) -> tuple[int, ...]:
+    """Midplane edge per dimension: 4 where the extent is a multiple of 4 from 8 up (Mira's
+    midplanes), else half of an even extent from 4 up, else the whole extent."""
+    return tuple(4 if k % 4 == 0 and k >= 8 else k // 2 if k % 2 == 0 and k >= 4 else k for k in dims)
+
+
 class TorusPartitionAllocator(OptionsAllocator):
     """Partition allocation on a torus (see the module docstring); ``policy`` set by the
     registered subclasses."""
@@ -139,7 +146,7 @@ class TorusPartitionAllocator(OptionsAllocator):
         topo = self.topology
         dims = tuple(topo.dims)
         if block is None:
-            block = tuple(4 if (k % 4 == 0 and k > 4) else k for k in dims)
+            block = default_block(dims)
         self.block = check_shape_option(self.name, "block", block, dims)
         self.grid = tuple(k // b for k, b in zip(dims, self.block))
         bad = [d for d, g in enumerate(self.grid) if g > 1 and not topo.wrap[d]]
