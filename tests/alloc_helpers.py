@@ -16,6 +16,7 @@ def machine(name: str):
     """Small test machines (built once per test session)."""
     return {
         "ft3": lambda: FatTree.from_radix(radix=6, levels=3),  # 54 nodes: 3/leaf, 3 leaves & 3 L2 per pod, 6 pods
+        "ft3-r8": lambda: FatTree.from_radix(radix=8, levels=3),  # 128 nodes: 4/leaf, 4 leaves & 4 L2 per pod, 8 pods
         "ft3-taper": lambda: FatTree(levels=3, down=(4, 3, 3), up=(1, 2, 2)),  # 36 nodes, 4/leaf, 2 uplinks
         "ft3-par": lambda: FatTree(levels=3, down=(2, 4, 3), up=(1, 2, 4), parallel=(1, 2, 2)),  # parallel links, 24 nodes
         "ft2": lambda: FatTree(levels=2, down=(4, 5), up=(1, 4)),  # 20 nodes

@@ -65,7 +65,7 @@ ops = st.lists(
 
 
 @pytest.mark.parametrize("name,topo,opts", CASES, ids=[f"{c[0]}-{c[1]}-{i}" for i, c in enumerate(CASES)])
-@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(seq=ops)
 def test_random_arrivals_and_departures(name, topo, opts, seq):
     alloc = build(name, topo, seed=3, **opts)

@@ -68,7 +68,7 @@ def check_partitions(alloc, state) -> None:
 
 
 @pytest.mark.parametrize("name", POLICIES)
-@settings(max_examples=20, deadline=None, derandomize=True)
+@settings(max_examples=50, deadline=None, derandomize=True)
 @given(seq=st.lists(st.tuples(st.booleans(), st.integers(1, 96), st.integers(0, 99), st.booleans()), min_size=1, max_size=30))
 def test_partitions_never_share_midplanes_or_wiring(name, seq):
     alloc = build(name, "bgq", block=(2, 2, 2))  # grid 2 x 3 x 2 of 8-node midplanes

@@ -148,6 +148,11 @@ class FirstFitAllocator(OrderedAllocator):
             nxt: dict[int, int] = {}
             for s in sorted(pending, reverse=True):
                 cnt = pending[s]
+                if s == 1:
+                    # Every free node is a window of one: the first ones, at once.
+                    chosen.append(avail[:cnt])
+                    avail = avail[cnt:]
+                    continue
                 v = self._valid_starts(avail, s)
                 used = np.zeros(len(avail), dtype=bool)
                 placed = 0
@@ -165,7 +170,6 @@ class FirstFitAllocator(OrderedAllocator):
                     avail = avail[~used]
                 left = cnt - placed
                 if left:
-                    # s == 1 always places (a free node is a window): left > 0 means s > 1.
                     for h in (-(-s // 2), s // 2):
                         nxt[h] = nxt.get(h, 0) + left
             pending = nxt

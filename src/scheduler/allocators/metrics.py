@@ -83,11 +83,11 @@ def _diameter(topo: Any, a: np.ndarray, exact_limit: int) -> tuple[int, bool]:
             if (a // M == a[0] // M).all():
                 return 2 * (lv - 1), True
         return topo.diameter, True  # pragma: no cover - the top level holds every node
-    routers = np.unique(topo.node_router[a])
+    routers, first = np.unique(topo.node_router[a], return_index=True)
     if len(routers) == 1:
         return 0, True
     if len(routers) <= exact_limit:
-        rep = topo._router_rep[routers]
+        rep = a[first]  # one node per router: hops depend on routers only
         R = len(rep)
         best = 0
         rows = max(1, _PAIR_CHUNK // R)
