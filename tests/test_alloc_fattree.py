@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from alloc_helpers import Driver, build, job, machine
+from alloc_helpers import Driver, build, machine
 from scheduler.allocators.isolating import JigsawInfo, reserved_link_ids
 from scheduler.errors import UserError
 

@@ -21,11 +21,14 @@ bgq-native, bgq-mesh,   :mod:`.torus_partitions`        block, sensitive_fractio
 bgq-cfca, bgq-hybrid
 ======================  ==============================  ================================
 
-See ``docs/allocators.md`` for the rules of each.
+See ``docs/allocators.md`` for the rules of each. The network side reads a running job's
+reserved links from a :class:`JigsawState` (``routes_for``, ``allowed_links``) and its
+partition from a :class:`PartitionState` (``placement_of`` -> :class:`PartitionInfo`).
 """
 
 from . import contiguous, isolating, oblivious, torus_partitions, treefit
 from .base import Placement, PlacementState, job_rng
+from .isolating import JigsawInfo, JigsawState, T123Info, reserved_link_ids
 from .mapping import RANK_MAPPINGS, cartesian_neighbors, map_ranks
 from .metrics import (
     PlacementMetrics,
@@ -35,11 +38,18 @@ from .metrics import (
     size_bins,
 )
 from .orderings import hilbert_index, node_ordering
+from .torus_partitions import PartitionInfo, PartitionState
 
 __all__ = [
     "Placement",
     "PlacementState",
     "job_rng",
+    "JigsawInfo",
+    "JigsawState",
+    "T123Info",
+    "reserved_link_ids",
+    "PartitionInfo",
+    "PartitionState",
     "node_ordering",
     "hilbert_index",
     "PlacementMetrics",

@@ -193,9 +193,3 @@ class OptionsAllocator(Allocator):
     def _check_nodes(self, job: Job, nodes: np.ndarray) -> None:
         if len(nodes) != job.nodes:
             raise SchedulerError(f"allocator {self.name!r}: job {job.job_id} needs {job.nodes} nodes, given {len(nodes)}")
-
-
-def as_placement_state(state: AllocState, cls: type, alloc: str) -> Any:
-    if not isinstance(state, cls):
-        raise SchedulerError(f"allocator {alloc!r} was given a {type(state).__name__}; use the allocator's new_state()")
-    return state

@@ -54,7 +54,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..allocator import AllocState, register_allocator
-from ..errors import SchedulerError
+from ..errors import SchedulerError, UserError
 from ..job import Job
 from .base import OptionsAllocator, Placement, PlacementState, placement_info
 
@@ -102,8 +102,6 @@ class _Tree:
 def _fattree_levels(alloc: OptionsAllocator, lo: int, hi: int) -> None:
     lv = alloc.topology.levels
     if not lo <= lv <= hi:
-        from ..errors import UserError
-
         raise UserError(
             f"allocator {alloc.name!r} supports fat-trees of {lo} to {hi} levels; this one has {lv} "
             "(deeper trees share links inside a pod)"
@@ -658,7 +656,9 @@ class JigsawAllocator(OptionsAllocator):
         st: JigsawState = state  # type: ignore[assignment]
         info = self._info_for(job, nodes, st)
         lp, l2 = info.leaf_ports, info.l2_ports
-        if (len(lp) and (st.leaf_port[lp[:, 0], lp[:, 1]] != -1).any()) or (len(l2) and (st.l2_port[l2[:, 0], l2[:, 1]] != -1).any()):
+        taken = (len(lp) and (st.leaf_port[lp[:, 0], lp[:, 1]] != -1).any()) or (
+            len(l2) and (st.l2_port[l2[:, 0], l2[:, 1]] != -1).any())
+        if taken:
             raise SchedulerError(f"jigsaw: job {job.job_id} was given links reserved by another job")
         st.mark_busy(job.job_id, nodes)
         if len(lp):

@@ -136,9 +136,9 @@ class RoundRobinAllocator(OrderedAllocator):
         return np.sort(free[pick])
 
     def release(self, job: Job, nodes: np.ndarray, state: AllocState) -> None:
-        super().release(job, nodes, state)
         if not isinstance(state, RoundRobinState):
             raise SchedulerError(f"allocator {self.name!r} was given a {type(state).__name__}; use its new_state()")
+        super().release(job, nodes, state)
         nodes = np.asarray(nodes, dtype=np.int64)
         ranked = nodes[np.argsort(self.pos[nodes], kind="stable")]
         state.key[ranked] = state.next_key + np.arange(len(ranked), dtype=np.int64)
