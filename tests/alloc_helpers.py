@@ -13,7 +13,7 @@ from scheduler.job import Job
 
 @lru_cache(maxsize=None)
 def machine(name: str):
-    """Small test machines (built once per test session)."""
+    """Small test machines (each built once per test run)."""
     return {
         "ft3": lambda: FatTree.from_radix(radix=6, levels=3),  # 54 nodes: 3/leaf, 3 leaves & 3 L2 per pod, 6 pods
         "ft3-r8": lambda: FatTree.from_radix(radix=8, levels=3),  # 128 nodes: 4/leaf, 4 leaves & 4 L2 per pod, 8 pods
