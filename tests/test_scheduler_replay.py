@@ -71,29 +71,26 @@ class TopoProbe(FirstFreeAllocator):
 
 
 @pytest.fixture
-def fake_presets(monkeypatch):
-    topo = types.SimpleNamespace(n_nodes=12, name="toy-torus")
-    mod = types.ModuleType("models.presets")
-
-    def get_machine(name):
-        if name != "toy":
-            raise KeyError(f"no preset {name!r}; known: toy")
-        return types.SimpleNamespace(topology=topo, cores_per_node=2)
-
-    mod.get_machine = get_machine
-    monkeypatch.setitem(sys.modules, "models.presets", mod)
+def probe_allocator():
     register_allocator(TopoProbe)
     TopoProbe.seen.clear()
-    yield topo
+    yield
     del ALLOCATORS["test-topo-probe"]
 
 
-def test_machine_preset_gives_size_cores_and_topology(fake_presets):
-    m = resolve_machine(machine="toy")
-    assert (m.n_nodes, m.cores_per_node, m.topology, m.name) == (12, 2, fake_presets, "toy")
-    r = replay(SIX, machine="toy", allocator="test-topo-probe")
-    assert TopoProbe.seen == [(12, fake_presets)]
-    assert r.summary()["machine"] == "toy" and r.summary()["nodes"] == 12
-    assert [j.nodes for j in r.jobs] == [3, 3, 4, 1, 1, 1]  # processes at 2 per node
-    with pytest.raises(UserError, match="unknown machine preset 'big'"):
+def test_machine_preset_gives_size_cores_and_topology(probe_allocator):
+    from models.presets import get_machine
+
+    preset = get_machine("tiny-fattree3")  # 16 nodes, 4 cores per node
+    m = resolve_machine(machine="tiny-fattree3")
+    assert (m.n_nodes, m.cores_per_node, m.name) == (16, 4, "tiny-fattree3")
+    assert m.topology.describe() == preset.topology.describe()
+    r = replay(SIX, machine="tiny-fattree3", allocator="test-topo-probe")
+    assert TopoProbe.seen == [(16, m.topology)]
+    assert r.summary()["machine"] == "tiny-fattree3" and r.summary()["nodes"] == 16
+    assert [j.nodes for j in r.jobs] == [2, 2, 2, 1, 1, 1]  # processes at 4 per node
+    # A topology gives placement metrics by job-size bin (the --json "placement" object).
+    bins = r.summary()["placement"]["bins"]
+    assert sum(b["jobs"] for b in bins) == len(r.jobs)
+    with pytest.raises(UserError, match="unknown machine 'big'"):
         replay(SIX, machine="big")

@@ -30,11 +30,19 @@ Allocator
     default marks the nodes busy; an allocator with more state also blocks the rest (e.g.
     the links the jobs would reserve).
 
+    An allocator that decides more than the nodes (reserved links, a partition) returns a
+    :class:`scheduler.allocators.base.Placement`: the same sorted int64 node ids as an
+    ndarray subclass, carrying the decision in ``info``. Callers pass the object ``select``
+    returned, unchanged, to ``commit`` and keep it as ``job.assigned_nodes`` (which
+    ``release`` receives), so the decision travels with the nodes, also when a reservation
+    chosen on one state is committed on another.
+
     ``count_only`` is True when only the number of free nodes matters (any ``n`` free nodes
     can host an ``n``-node job, so ``select`` fails exactly when ``job.nodes > n_free``).
     Backfill policies then use fast count arithmetic (shadow time and extra nodes) instead
     of trying ``select`` on copied states; both give the same schedules (tested).
-    Topology-aware allocators set it False.
+    Topology-aware allocators set it False; an allocator whose options change it (first
+    fit without its fallback) sets it on the instance.
 
     Constructors are keyword-only: ``Allocator(n_nodes=..., topology=None, seed=0,
     **options)``; unknown options raise :class:`~scheduler.errors.UserError`. Random choices
@@ -195,3 +203,7 @@ class FirstFreeAllocator(Allocator):
         if k > state.n_free:
             return None
         return np.flatnonzero(state.free)[:k]
+
+
+# The allocators of scheduler.allocators register themselves on import.
+from . import allocators as _allocators  # noqa: E402,F401

@@ -69,17 +69,13 @@ def resolve_machine(*, machine: str | None = None, nodes: int | None = None,
         return Machine(n_nodes=nodes, cores_per_node=cores_per_node or 1)
     if nodes is not None or cores_per_node is not None:
         raise UserError("give either a machine preset (--machine) or its size (--nodes/--cores-per-node), not both")
-    try:
-        from models.presets import get_machine  # type: ignore[import-not-found]
-    except ImportError:
-        raise UserError(
-            f"machine presets are not available in this simhpc (models.presets is missing), so "
-            f"--machine {machine} cannot be used; give the size with --nodes N [--cores-per-node C]"
-        ) from None
+    from models.errors import TopologyError
+    from models.presets import get_machine
+
     try:
         m = get_machine(machine)
-    except (KeyError, LookupError) as exc:
-        raise UserError(f"unknown machine preset {machine!r}: {exc}") from None
+    except TopologyError as exc:
+        raise UserError(str(exc)) from None
     topo = getattr(m, "topology", None)
     n = getattr(topo, "n_nodes", None)
     cpn = getattr(m, "cores_per_node", 1)
@@ -108,6 +104,7 @@ class ReplayResult:
     wall_s: float
     swf_report: SwfReport | None = None
     schedule: ScheduleResult | None = field(default=None, repr=False)
+    placement: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         """The scalar figures, in the order ``simhpc replay --json`` prints them."""
@@ -140,6 +137,8 @@ class ReplayResult:
         }
         if self.swf_report is not None:
             out["filter"] = self.swf_report.as_dict()
+        if self.placement is not None:
+            out["placement"] = self.placement
         return out
 
 
@@ -253,6 +252,12 @@ def replay(
         backfill_options=backfill_options,
     )
     all_rejected = rejected + res.rejected
+    placement = None
+    if mach.topology is not None:
+        # APH / MIND / diameter / span of every allocation, by job-size bin.
+        from .allocators.metrics import allocation_metrics_by_size
+
+        placement = allocation_metrics_by_size(res.jobs, mach.topology)
     table = job_table(res.jobs)
     metrics = system_metrics(table, mach.n_nodes, interval=interval, rejected=len(all_rejected))
     wall = _time.perf_counter() - t_start
@@ -273,4 +278,5 @@ def replay(
         wall_s=wall,
         swf_report=report,
         schedule=res,
+        placement=placement,
     )

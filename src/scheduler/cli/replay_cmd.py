@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--machine", metavar="PRESET", help="a machine preset (sets nodes, cores per node, topology)")
     parser.add_argument("--allocator", default="firstfree", metavar="NAME",
                         help=f"node allocator: {', '.join(ALLOCATORS)} (default firstfree)")
+    parser.add_argument("--allocator-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an allocator option (repeatable), e.g. ordering=hilbert or gap=2; values are JSON or strings")
     parser.add_argument("--order", default="fcfs", metavar="POLICY",
                         help=f"queue ordering: {'|'.join(ORDERINGS)} (default fcfs)")
     parser.add_argument("--backfill", default="easy", metavar="POLICY",
@@ -60,6 +62,22 @@ def _fmt_time(seconds: float | None) -> str:
     return f"{seconds / 86400:.4g} d"
 
 
+def parse_options(items: list[str], flag: str) -> dict[str, Any]:
+    """``KEY=VALUE`` strings into a dict; a value is JSON when it parses, else a string."""
+    import json
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"{flag} {item!r}: write KEY=VALUE, e.g. {flag} ordering=hilbert")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from ..replay import replay
 
@@ -80,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         strict=args.strict,
         skip_malformed=args.skip_malformed,
         limit=args.limit,
+        allocator_options=parse_options(args.allocator_option, "--allocator-option"),
     )
     s = res.summary()
     rows: list[list[Any]] = [
@@ -103,6 +122,11 @@ def run(args: argparse.Namespace) -> int:
         rows.insert(4, ["trace filter", f"{rep.lines} lines, {rep.kept} kept"
                         + (": " + ", ".join(f"{k} {v}" for k, v in filt.items()) if filt else "")])
     print(table(rows, ["figure", "value"]))
+    if res.placement is not None and res.placement["bins"]:
+        print()
+        print(table([[b["nodes"], b["jobs"], b["mean_aph"], b["mean_mind"], b["mean_diameter"], b["mean_span"]]
+                     for b in res.placement["bins"]],
+                    ["job nodes", "jobs", "mean APH", "mean MIND", "mean diameter", "mean span"]))
     if args.jobs_out:
         try:
             n = res.table.to_csv(args.jobs_out)

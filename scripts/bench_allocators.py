@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Benchmark: the cost of ``select`` (and of copying a state) for every allocator on the
+machine presets it is meant for, against ``firstfree`` on the same machine.
+
+Backfilling calls ``select`` thousands of times per pass and copies states to plan
+reservations, so both must stay cheap on 1k-50k node machines. For each case the script
+
+* loads the machine with the allocator itself: a seeded stream of jobs (log-normal sizes)
+  arrives and, with probability 0.3 per arrival, a random running job leaves, until
+  ``--load`` of the nodes (of the midplanes, for partition allocators) are held, or the
+  stream gives up;
+* times ``select`` on ``--probes`` probe jobs (log-normal sizes up to a third of the free
+  nodes, so some do not fit a fragmented machine): median and 95th percentile per call;
+* times ``state.copy()`` (median);
+
+and prints a table and, as its last line, one JSON object with every figure and the ratio
+of each median to the baseline (``firstfree`` on the same machine, loaded the same way).
+
+    python scripts/bench_allocators.py              # all cases
+    python scripts/bench_allocators.py --probes 50  # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+
+from models.presets import get_machine  # noqa: E402
+from scheduler.allocator import make_allocator  # noqa: E402
+from scheduler.job import Job  # noqa: E402
+
+CASES = {
+    "cab": [
+        ("random", {}), ("roundrobin", {}), ("dualend", {}), ("fifo0", {}), ("vpart", {"parts": 4}),
+        ("firstfit", {}), ("bestfit", {}), ("largestfit", {}), ("closestfit", {}), ("closestfit-mind", {}),
+        ("treefit", {}), ("t123", {}), ("jigsaw", {}),
+    ],
+    "fattree44": [("random", {}), ("closestfit", {}), ("treefit", {}), ("t123", {}), ("jigsaw", {})],
+    "cielo": [("fifo0", {"ordering": "hilbert"}), ("firstfit", {"ordering": "hilbert", "gap": 4}),
+              ("closestfit", {"ordering": "hilbert"}), ("largestfit", {"ordering": "xyz"})],
+    "mira": [("random", {}), ("fifo0", {"ordering": "hilbert"}), ("closestfit", {"ordering": "hilbert"}),
+             ("bgq-native", {}), ("bgq-cfca", {"sensitive_fraction": 0.5}), ("bgq-mesh", {})],
+    "theta": [("treefit", {}), ("vpart", {"parts": 12}), ("closestfit", {})],
+}
+
+
+def make_job(jid: int, n: int) -> Job:
+    return Job(job_id=jid, job_size=int(n), submit_time=0.0, request_time=1.0, run_time=1.0)
+
+
+def held(alloc, st) -> tuple[float, int]:
+    """(busy fraction, free nodes): partition allocators count whole midplanes as held."""
+    mp = getattr(st, "midplane", None)
+    if mp is not None:
+        free_mp = int((mp == -1).sum())
+        return 1 - free_mp / len(mp), free_mp * alloc.nodes_per_mp
+    return 1 - st.n_free / alloc.n_nodes, st.n_free
+
+
+def load(alloc, frac: float, seed: int):
+    rng = np.random.default_rng(seed)
+    st = alloc.new_state()
+    N = alloc.n_nodes
+    running = []
+    jid = 1
+    for _ in range(20000):
+        if held(alloc, st)[0] >= frac:
+            break
+        n = int(min(N // 4, max(1, rng.lognormal(3.0, 1.5))))
+        j = make_job(jid, n)
+        jid += 1
+        p = alloc.select(j, st)
+        if p is not None:
+            alloc.commit(j, p, st)
+            running.append((j, p))
+        if running and rng.random() < 0.3:
+            j, p = running.pop(int(rng.integers(len(running))))
+            alloc.release(j, p, st)
+    return st
+
+
+def measure(alloc, st, probes: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed + 1)
+    free = max(1, held(alloc, st)[1])
+    sizes = [int(min(max(1, free // 3), max(1, rng.lognormal(3.0, 1.8)))) for _ in range(probes)]
+    times = []
+    fits = 0
+    for i, n in enumerate(sizes):
+        j = make_job(10**7 + i, n)
+        t0 = time.perf_counter()
+        p = alloc.select(j, st)
+        times.append(time.perf_counter() - t0)
+        fits += p is not None
+    ct = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        st.copy()
+        ct.append(time.perf_counter() - t0)
+    times.sort()
+    return {
+        "select_median_us": 1e6 * statistics.median(times),
+        "select_p95_us": 1e6 * times[min(len(times) - 1, int(0.95 * len(times)))],
+        "copy_median_us": 1e6 * statistics.median(ct),
+        "fit_fraction": fits / len(sizes),
+        "busy": held(alloc, st)[0],
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--probes", type=int, default=200, help="probe jobs per case (default 200)")
+    ap.add_argument("--load", type=float, default=0.75, help="busy fraction to load each machine to (default 0.75)")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    rows = []
+    print(f"{'machine':10s} {'allocator':16s} {'nodes':>6s} {'busy':>5s} {'fits':>5s} "
+          f"{'select med':>11s} {'p95':>9s} {'x firstfree':>11s} {'copy med':>9s}")
+    for mname, cases in CASES.items():
+        topo = get_machine(mname).topology
+        base_alloc = make_allocator("firstfree", n_nodes=topo.n_nodes, topology=topo, seed=args.seed)
+        base = measure(base_alloc, load(base_alloc, args.load, args.seed), args.probes, args.seed)
+        for name, opts in [("firstfree", {})] + cases:
+            alloc = make_allocator(name, n_nodes=topo.n_nodes, topology=topo, seed=args.seed, **opts)
+            m = base if name == "firstfree" else measure(alloc, load(alloc, args.load, args.seed), args.probes, args.seed)
+            ratio = m["select_median_us"] / base["select_median_us"]
+            rows.append({"machine": mname, "allocator": name, "options": opts, "nodes": topo.n_nodes, **m,
+                         "select_ratio_to_firstfree": ratio})
+            print(f"{mname:10s} {name:16s} {topo.n_nodes:6d} {m['busy']:5.2f} {m['fit_fraction']:5.2f} "
+                  f"{m['select_median_us']:9.1f}us {m['select_p95_us']:7.1f}us {ratio:11.1f} {m['copy_median_us']:7.1f}us")
+    print(json.dumps({"benchmark": "bench_allocators", "baseline": "firstfree", "probes": args.probes,
+                      "load": args.load, "cases": rows}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
