@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -51,14 +49,11 @@ def test_oversized_jobs_in_a_job_list():
         replay(jobs, nodes=2, strict=True)
 
 
-def test_machine_resolution_without_presets(monkeypatch):
+def test_machine_resolution_by_size():
     assert resolve_machine() is None
     assert resolve_machine(nodes=16, cores_per_node=4) == Machine(n_nodes=16, cores_per_node=4)
     with pytest.raises(UserError, match=r"the node count must be a whole number >= 1, got -1"):
         resolve_machine(nodes=-1)
-    monkeypatch.setitem(sys.modules, "models.presets", None)  # import fails
-    with pytest.raises(UserError, match="machine presets are not available"):
-        resolve_machine(machine="cab")
 
 
 class TopoProbe(FirstFreeAllocator):
