@@ -155,6 +155,7 @@ def run_app(
     algorithms: Mapping[str, str] | None = None,
     hot_links: int = 10,
     app_args: Mapping[str, Any] | None = None,
+    job_id: int = JOB_ID,
     **kwargs: Any,
 ) -> AppResult:
     """Run app ``app`` with ``ranks`` ranks alone on ``machine`` (a preset name or a
@@ -172,6 +173,8 @@ def run_app(
         eager_threshold, ctrl_bytes, algorithms: MPI options (see :class:`apps.node.MpiOptions`).
         hot_links: how many of the busiest links to report.
         app_args, **kwargs: the app's keyword arguments.
+        job_id: the job id the ranks run under (their random streams derive from it), so a
+            job of a scheduled run can be repeated alone with the same draws.
     """
     m = machine if isinstance(machine, Machine) else get_machine(machine)
     if isinstance(ranks, bool) or not isinstance(ranks, (int, np.integer)) or ranks < 1:
@@ -192,23 +195,23 @@ def run_app(
     shared = MpiShared(NodeModel.from_machine(m))
     net = Network(sim, topo, config, mem_bw=float(m.mem_bw_per_node), node_cls=MpiNode, node_args=(shared,))
     mgr = sim.add_entity(JobManager, net.node_offset, name="job_manager", rank=0)
-    spec = LaunchSpec.build(job=JOB_ID, app=app, args=args, rank_nodes=rank_nodes,
+    spec = LaunchSpec.build(job=job_id, app=app, args=args, rank_nodes=rank_nodes,
                             report_to=sim.eid("job_manager"), options=options)
     if mgr is not None:
         mgr.launch_at(0.0, spec)
     st = sim.run()
     netstats = net.stats()
-    rec = _shared_record(sim, mgr)
-    states = _gather_states(sim, net)
+    rec = _shared_record(sim, mgr, job_id)
+    states = _gather_states(sim, net, job_id)
     _raise_failures(rec, states, sim, end_time)
     # Utilization is busy time over the app's runtime (every link carries the job's traffic
     # only within it); the same figure on every parallel rank.
     netstats.duration = rec.runtime
-    jb = netstats.job_bytes.get(JOB_ID, 0.0)
+    jb = netstats.job_bytes.get(job_id, 0.0)
     return AppResult(
         app=app, args=args, machine=m.name, network=config.model, ranks=ranks, ranks_per_node=rpn, nodes=nodes,
         rank_nodes=rank_nodes, start=rec.start, end=rec.end, runtime=rec.runtime, bytes_sent=rec.bytes_sent,
-        messages=rec.messages, network_bytes=jb, hop_bytes=netstats.job_hop_bytes.get(JOB_ID, 0.0),
+        messages=rec.messages, network_bytes=jb, hop_bytes=netstats.job_hop_bytes.get(job_id, 0.0),
         intra_node_messages=netstats.intra_node_messages, hot_links=_hot_links(netstats, topo, hot_links),
         events=st.events, wall_s=st.wall_s, sim_ranks=st.ranks, net=netstats, stats=st,
     )
@@ -227,18 +230,18 @@ def _hot_links(netstats: NetworkStats, topo: Any, k: int) -> list[dict[str, Any]
     return out
 
 
-def _shared_record(sim: Simulator, mgr: JobManager | None) -> JobRecord:
-    rec = mgr.records[JOB_ID] if mgr is not None else None
+def _shared_record(sim: Simulator, mgr: JobManager | None, job_id: int = JOB_ID) -> JobRecord:
+    rec = mgr.records[job_id] if mgr is not None else None
     if sim.comm is not None and sim.size > 1:
         rec = sim.comm.bcast(rec, root=sim.rank_of(sim.eid("job_manager")))
     assert rec is not None
     return rec
 
 
-def _gather_states(sim: Simulator, net: Network) -> list[dict[str, Any]]:
+def _gather_states(sim: Simulator, net: Network, job_id: int = JOB_ID) -> list[dict[str, Any]]:
     mine = []
     for n in net.nodes:
-        s = n.job_state(JOB_ID)
+        s = n.job_state(job_id)
         if s is not None:
             mine.append(s)
     if sim.comm is not None and sim.size > 1:

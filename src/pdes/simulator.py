@@ -482,6 +482,19 @@ class Simulator:
             wall = self.comm.allreduce(wall, op=_mpi_max())
         st.wall_s = wall
 
+    def events_so_far(self) -> int:
+        """About how many events this rank has executed so far (for progress displays).
+
+        Reads the entities' key counters without consuming them: O(local entities). In a
+        parallel run it counts events sent to other ranks as executed here.
+        """
+        created = 0
+        for k, ent in self._local.items():
+            if k.__class__ is int:
+                # itertools.count's repr is "count(N)": the next key, read without taking it.
+                created += int(repr(ent._keys)[6:-1]) - (ent.eid << KEY_SHIFT)
+        return created - len(self._heap)
+
     def blocked_processes(self) -> list[BlockedProcess]:
         """Processes of this run that had not finished when it ended (all ranks)."""
         return list(self.stats.blocked)
