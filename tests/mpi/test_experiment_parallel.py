@@ -1,0 +1,31 @@
+"""An experiment gives identical job tables and link statistics for any number of ranks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.mpi
+
+
+def test_experiment_identical_to_sequential():
+    from mpi4py import MPI
+
+    from scheduler.experiment import loads
+    from scheduler.experiment.runner import run_experiment
+    from test_experiment_run import SMALL
+
+    comm = MPI.COMM_WORLD
+    exp = loads(SMALL, overrides=["workload.jobs=12"])
+    par = run_experiment(exp, comm=comm, progress=False)
+    if comm.rank != 0:
+        assert par is None
+        return
+    seq = run_experiment(exp, comm=None, progress=False)
+    for k, v in seq.jobs.items():
+        assert np.array_equal(v, par.jobs[k], equal_nan=v.dtype.kind == "f"), k
+    assert np.array_equal(seq.job_nodes, par.job_nodes)
+    for k in ("bytes", "busy", "max_queue"):
+        assert np.array_equal(seq.links[k], par.links[k]), k
+    assert seq.system == par.system
+    assert par.run["ranks"] == comm.size and seq.run["events"] == par.run["events"]

@@ -1,0 +1,224 @@
+"""Experiments as data: TOML <-> dataclasses, and every error path of config parsing."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from models.network import NetworkConfig
+from scheduler.experiment import (
+    AppChoice,
+    ConfigError,
+    DistSpec,
+    Experiment,
+    ForegroundSpec,
+    MachineSpec,
+    OutputSpec,
+    SchedulerSpec,
+    WorkloadSpec,
+    default_experiment_text,
+    dumps,
+    load,
+    loads,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+FULL = """
+name = "full"
+seed = 7
+end_time = "3d"
+
+[machine]
+preset = "tiny-fattree3"
+cores_per_node = 2
+
+[network]
+model = "ideal"
+chunk_size = "2KiB"
+send_overhead = "1us"
+recv_overhead = "700ns"
+intra_node_bw = "20GB/s"
+
+[workload]
+kind = "synthetic"
+jobs = 25
+users = 3
+inter_arrival = { dist = "weibull", shape = 0.8, scale = "5min" }
+size = { dist = "choice", values = [1, 2, 4, 8], weights = [4, 3, 2, 1] }
+run_time = { dist = "loguniform", low = "1min", high = "2h" }
+request_factor = 1.5
+
+[[apps]]
+name = "timekeeper"
+weight = 2.0
+
+[[apps]]
+name = "stencil2d"
+weight = 1.0
+args = { iters = 3, face_bytes = "8KiB" }
+request_time = "20min"
+
+[[foreground]]
+app = "allreduce"
+ranks = 4
+args = { iters = 2, nbytes = 1024 }
+request_time = "10min"
+count = 2
+at = ["1h", "2h"]
+
+[scheduler]
+order = "sjf"
+backfill = "conservative"
+allocator = "firstfit"
+allocator_options = { ordering = "hilbert", gap = 1 }
+kill_overrun = false
+ranks_per_node = 2
+mapping = "round_robin"
+ideal_baseline = false
+eager_threshold = "16KiB"
+algorithms = { allreduce = "recursive_doubling" }
+
+[output]
+path = "full.h5"
+"""
+
+
+def test_default_experiment_round_trips_and_matches_the_example_file():
+    exp = loads(default_experiment_text())
+    assert loads(dumps(exp)) == exp
+    assert (ROOT / "examples" / "default.toml").read_text() == default_experiment_text()
+    m = exp.machine.build()
+    assert (m.n_nodes, m.cores_per_node) == (72, 16)
+
+
+def test_full_file_round_trips_to_equal_dataclasses():
+    exp = loads(FULL)
+    again = loads(dumps(exp))
+    assert again == exp
+    assert exp.end_time == 3 * 86400.0
+    assert exp.network.send_overhead == 1e-6 and exp.network.chunk_size == 2048
+    assert exp.workload.inter_arrival.params == {"shape": 0.8, "scale": 300.0}
+    assert exp.workload.request_factor.dist == "constant"
+    assert exp.apps[1].request_time == 1200.0
+    assert exp.foreground[0].at == (3600.0, 7200.0)
+    assert exp.scheduler.eager_threshold == 16384
+    assert dict(exp.scheduler.allocator_options) == {"ordering": "hilbert", "gap": 1}
+
+
+def test_the_same_experiment_built_in_python():
+    exp = Experiment(
+        name="full", seed=7, end_time="3d",
+        machine=MachineSpec(preset="tiny-fattree3", cores_per_node=2),
+        network=NetworkConfig(model="ideal", chunk_size="2KiB", send_overhead="1us", recv_overhead="700ns", intra_node_bw="20GB/s"),
+        workload=WorkloadSpec(
+            jobs=25, users=3,
+            inter_arrival={"dist": "weibull", "shape": 0.8, "scale": "5min"},
+            size={"dist": "choice", "values": [1, 2, 4, 8], "weights": [4, 3, 2, 1]},
+            run_time={"dist": "loguniform", "low": "1min", "high": "2h"},
+            request_factor=1.5,
+        ),
+        apps=(AppChoice(name="timekeeper", weight=2.0),
+              AppChoice(name="stencil2d", args={"iters": 3, "face_bytes": "8KiB"}, request_time="20min")),
+        foreground=(ForegroundSpec(app="allreduce", ranks=4, args={"iters": 2, "nbytes": 1024}, request_time="10min",
+                                   count=2, at=("1h", "2h")),),
+        scheduler=SchedulerSpec(order="sjf", backfill="conservative", allocator="firstfit",
+                                allocator_options={"ordering": "hilbert", "gap": 1}, kill_overrun=False, ranks_per_node=2,
+                                mapping="round_robin", ideal_baseline=False, eager_threshold="16KiB",
+                                algorithms={"allreduce": "recursive_doubling"}),
+        output=OutputSpec(path="full.h5"),
+    )
+    assert exp == loads(FULL)
+
+
+def test_overrides_with_set():
+    exp = loads(FULL, overrides=["scheduler.allocator=random", "workload.jobs=3", "apps.1.weight=5", "seed=9",
+                                 "network.model=\"packet\"", "machine.preset=tiny-torus"])
+    assert exp.scheduler.allocator == "random" and exp.workload.jobs == 3 and exp.apps[1].weight == 5.0
+    assert exp.seed == 9 and exp.network.model == "packet" and exp.machine.preset == "tiny-torus"
+
+
+def test_load_from_file_names_the_file(tmp_path):
+    p = tmp_path / "exp.toml"
+    p.write_text(FULL.replace('order = "sjf"', 'order = "fastest"'))
+    with pytest.raises(ConfigError, match=r"exp\.toml: scheduler\.order: unknown value 'fastest'; valid: .*fcfs.*sjf"):
+        load(p)
+    with pytest.raises(ConfigError, match="does not exist"):
+        load(tmp_path / "missing.toml")
+    with pytest.raises(ConfigError, match="is a directory"):
+        load(tmp_path)
+
+
+BAD = [
+    ('bogus = 1', "top level: unknown key(s) 'bogus'; valid: name, seed"),
+    ('[machine]\npreset = "tiny-fattree3"\ncolour = "red"', "machine: unknown key(s) 'colour'; valid: preset"),
+    ('', "machine: missing"),
+    ('[machine]\npreset = "nonesuch"', "machine.preset: unknown value 'nonesuch'; valid: cab"),
+    ('[machine]\npreset = "cab"\ntopology = { family = "torus", dims = [4] }', "either preset"),
+    ('[machine]\ntopology = { family = "torus", dims = [4, 0] }\nflops_per_node = "1GF"\nmem_bw_per_node = "1GB/s"', "machine:"),
+    ('[machine]\ntopology = { family = "hypercube" }\nflops_per_node = "1GF"\nmem_bw_per_node = "1GB/s"', "machine.topology.family: unknown value 'hypercube'; valid: dragonfly, fattree, torus"),
+    ('[machine]\ntopology = { family = "torus", dims = [4] }', "machine.flops_per_node: required"),
+    ('[network]\nmodel = "flow"', "planned but not implemented"),
+    ('[network]\nchunk_size = 0', "chunk_size"),
+    ('[network]\nsend_overhead = "quick"', "send_overhead: cannot parse 'quick'"),
+    ('[network]\nlatency = "1us"', "network: unknown key(s) 'latency'; valid: model, chunk_size"),
+    ('[workload]\nkind = "csv"', "workload.kind: unknown value 'csv'; valid: swf, synthetic"),
+    ('[workload]\nkind = "swf"', "workload.trace: a swf workload needs trace"),
+    ('[workload]\njobs = 0', "workload.jobs: must be an integer >= 1"),
+    ('[workload]\ninter_arrival = { dist = "gamma", k = 2 }', "workload.inter_arrival.dist: unknown value 'gamma'; valid: choice, constant"),
+    ('[workload]\nrun_time = { dist = "lognormal", median = "1h" }', "dist 'lognormal' needs 'sigma'"),
+    ('[workload]\nrun_time = { dist = "exponential", mean = "1 fortnight" }', "workload.run_time.mean: unknown time unit"),
+    ('[workload]\nsize = { dist = "uniform", low = 1, high = 4, step = 2 }', "unknown key(s) step for dist 'uniform'; valid: low, high"),
+    ('[[apps]]\nname = "hpl"', "apps.name: .*'hpl'"),
+    ('[[apps]]\nname = "allreduce"\nargs = { loops = 3 }', r"apps\[allreduce\]\.args: .*no parameter 'loops'"),
+    ('[[apps]]\nname = "allreduce"\nweight = -1', r"apps\[allreduce\]\.weight: must be >= 0"),
+    ('apps = []', "apps: give at least one app"),
+    ('[[foreground]]\napp = "stencil3d"\nranks = 0', "foreground.ranks: must be an integer >= 1"),
+    ('[[foreground]]\napp = "allreduce"\nranks = 4\nat = "1h"\nafter_job = 3', "give at or after_job, not both"),
+    ('[scheduler]\nallocator = "best"', "scheduler.allocator: unknown value 'best'; valid: "),
+    ('[scheduler]\nbackfill = "aggressive"', "scheduler.backfill: unknown value 'aggressive'; valid: conservative, easy, firstfit, none"),
+    ('[scheduler]\nmapping = "snake"', "scheduler.mapping: unknown value 'snake'; valid: block, round_robin"),
+    ('[scheduler]\nkill_overrun = "yes"', "scheduler.kill_overrun: must be true or false"),
+    ('[scheduler]\nalgorithms = { allreduce = "magic" }', "scheduler.algorithms:"),
+    ('end_time = "soon"', "end_time: cannot parse 'soon'"),
+    ('seed = 1.5', "seed: must be an integer"),
+    ('name = ', "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("text,message", BAD, ids=[b[1][:40] for b in BAD])
+def test_every_config_error_names_the_key_and_the_valid_choices(text, message):
+    base = '[machine]\npreset = "tiny-fattree3"\n' if "[machine]" not in text and text != "" else ""
+    if text.startswith(("name", "seed", "end_time", "apps", "bogus")):
+        full = text + "\n" + base
+    else:
+        full = base + text
+    with pytest.raises(ConfigError, match="t.toml: .*" + message.replace("(s)", r"\(s\)")):
+        loads(full, source="t.toml")
+
+
+def test_nothing_in_a_config_is_evaluated_as_code():
+    # A Python expression is just a string: it is rejected as a value, never run.
+    with pytest.raises(ConfigError, match=r"workload\.jobs: must be an integer"):
+        loads('[machine]\npreset = "tiny-fattree3"\n[workload]\njobs = "__import__(\'os\').getpid()"')
+    with pytest.raises(ConfigError, match="end_time: cannot parse"):
+        loads('end_time = "2**10"\n[machine]\npreset = "tiny-fattree3"')
+
+
+def test_set_errors():
+    with pytest.raises(ConfigError, match="--set 'workload': write KEY=VALUE"):
+        loads(FULL, overrides=["workload"])
+    with pytest.raises(ConfigError, match="--set colour: unknown key 'colour'"):
+        loads(FULL, overrides=["colour=red"])
+    with pytest.raises(ConfigError, match="has 2 entries"):
+        loads(FULL, overrides=["apps.5.weight=1"])
+
+
+def test_distributions_build_the_workload_objects():
+    d = DistSpec.parse("x", {"dist": "power_of_two", "low": 2, "high": 16}, time=False)
+    assert d.build().high == 16
+    t = DistSpec.parse("x", "90s", time=True)
+    assert t.dist == "constant" and t.params == {"value": 90.0}
+    assert math.isinf(loads('[machine]\npreset = "tiny-fattree3"').end_time)

@@ -1,0 +1,175 @@
+"""Running experiments end to end: emergent runtimes, failures, deadlocks, determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from apps.registry import app
+from scheduler.experiment import loads
+from scheduler.experiment.runner import ExperimentError, build_workload, run_experiment
+
+
+@app("test-boom")
+def _boom(mpi, *, at=1.0):
+    """Rank 1 raises after ``at`` seconds; the others wait in a barrier."""
+    mpi.compute(seconds=at)
+    if mpi.rank == 1:
+        raise RuntimeError("rank 1 exploded")
+    mpi.barrier()
+
+
+@app("test-stuck")
+def _stuck(mpi):
+    """Every rank waits for a message nobody sends."""
+    mpi.recv(source=(mpi.rank + 1) % mpi.size, tag=99)
+
+
+SMALL = """
+name = "small"
+seed = 3
+
+[machine]
+preset = "tiny-fattree3"
+
+[network]
+model = "packet"
+chunk_size = "8KiB"
+
+[workload]
+jobs = 24
+inter_arrival = { dist = "exponential", mean = "20s" }
+size = { dist = "power_of_two", low = 2, high = 16 }
+run_time = { dist = "uniform", low = "30s", high = "5min" }
+request_factor = 2.0
+
+[[apps]]
+name = "timekeeper"
+weight = 2
+
+[[apps]]
+name = "pairs"
+args = { iters = 4, nbytes = "128KiB", compute_s = 2.0 }
+request_time = "10min"
+
+[[apps]]
+name = "allreduce"
+args = { iters = 4, nbytes = "64KiB", compute_s = 1.0 }
+request_time = "10min"
+
+[scheduler]
+allocator = "random"
+ranks_per_node = 2
+"""
+
+
+@pytest.fixture(scope="module")
+def small():
+    return run_experiment(loads(SMALL), comm=None, progress=False)
+
+
+def test_every_job_runs_and_app_runtimes_emerge_from_the_network(small):
+    r = small
+    j = r.jobs
+    assert r.n_jobs == 24 and (j["status"] == "completed").all()
+    apps = j["app"] != "timekeeper"
+    assert apps.sum() >= 4
+    # Timekeeper jobs run exactly their trace time; app jobs their emergent time.
+    tk = ~apps
+    assert np.allclose(j["run"][tk], j["trace_run"][tk])
+    # An app job's runtime is its compute plus communication: longer than the compute alone,
+    # and no shorter than on the ideal network with the same nodes.
+    pairs = j["app"] == "pairs"
+    assert (j["run"][pairs] > 4 * 2.0).all()
+    both = apps & ~np.isnan(j["ideal_run"])
+    assert both.sum() == apps.sum()
+    assert (j["run"][both] >= j["ideal_run"][both] * (1 - 1e-12)).all()
+    multi = both & (j["nodes"] > 1)
+    assert (j["bytes_sent"][multi] > 0).all()
+    # Hop-bytes count inter-switch hops: zero for a job inside one leaf.
+    assert (j["hop_bytes"][multi & (j["aph"] > 0)] > 0).all() and (j["hop_bytes"][j["aph"] == 0] == 0).all()
+    assert (j["bytes_sent"][tk] == 0).all()
+    # Allocation metrics and nodes are recorded for every job.
+    assert not np.isnan(j["aph"]).any()
+    for i in range(r.n_jobs):
+        assert len(r.nodes_of(i)) == j["nodes"][i]
+    # Capacity is never exceeded: at every job start, the running jobs' nodes are disjoint.
+    for i in range(r.n_jobs):
+        overlap = (j["start"] < j["end"][i]) & (j["end"] > j["start"][i])
+        overlap[i] = False
+        for k in np.flatnonzero(overlap):
+            assert not set(r.nodes_of(i).tolist()) & set(r.nodes_of(k).tolist())
+    s = r.summary()
+    assert s["jobs_run"] == 24 and s["app_jobs"] == int(apps.sum()) and s["events"] > 0
+    assert r.links is not None and r.links["bytes"].sum() > 0
+
+
+def test_runs_are_deterministic():
+    a = run_experiment(loads(SMALL, overrides=["workload.jobs=10"]), comm=None, progress=False)
+    b = run_experiment(loads(SMALL, overrides=["workload.jobs=10"]), comm=None, progress=False)
+    for k, v in a.jobs.items():
+        assert np.array_equal(v, b.jobs[k], equal_nan=v.dtype.kind == "f"), k
+    assert np.array_equal(a.links["busy"], b.links["busy"])
+    c = run_experiment(loads(SMALL, overrides=["workload.jobs=10", "seed=4"]), comm=None, progress=False)
+    assert not np.array_equal(a.jobs["submit"], c.jobs["submit"])
+
+
+def test_a_failing_app_fails_its_job_and_the_run_goes_on():
+    exp = loads(SMALL, overrides=["workload.jobs=6", "apps.1.name=\"test-boom\"", "apps.1.args={}",
+                                  "apps.0.weight=1", "apps.1.weight=3", "scheduler.ideal_baseline=false"])
+    r = run_experiment(exp, comm=None, progress=False)
+    j = r.jobs
+    boom = j["app"] == "test-boom"
+    assert boom.any()
+    assert (j["status"][boom] == "failed").all()
+    assert all("rank 1 failed: RuntimeError: rank 1 exploded" in x for x in j["kill_reason"][boom])
+    # It failed when rank 1 raised, one second after its start.
+    assert np.allclose(j["run"][boom], 1.0, atol=1e-5)
+    assert (j["status"][~boom] == "completed").all()
+
+
+def test_a_deadlocked_app_is_killed_at_its_walltime():
+    exp = loads(SMALL, overrides=["workload.jobs=5", "apps.1.name=\"test-stuck\"", "apps.1.args={}",
+                                  "apps.1.request_time=\"2min\"", "apps.1.weight=5", "scheduler.ideal_baseline=false"])
+    r = run_experiment(exp, comm=None, progress=False)
+    j = r.jobs
+    stuck = j["app"] == "test-stuck"
+    assert stuck.any()
+    assert (j["status"][stuck] == "killed").all() and (j["kill_reason"][stuck] == "walltime").all()
+    assert np.allclose(j["run"][stuck], 120.0)
+
+
+def test_a_deadlock_without_walltime_kills_is_reported_with_the_blocked_ranks():
+    exp = loads(SMALL, overrides=["workload.jobs=3", "apps.1.name=\"test-stuck\"", "apps.1.args={}",
+                                  "apps.1.weight=50", "scheduler.kill_overrun=false", "scheduler.ideal_baseline=false"])
+    with pytest.raises(ExperimentError) as ei:
+        run_experiment(exp, comm=None, progress=False)
+    msg = str(ei.value)
+    assert "never ended" in msg and "test-stuck" in msg and "recv" in msg
+
+
+def test_jobs_larger_than_the_machine_are_rejected_and_counted():
+    exp = loads(SMALL, overrides=["workload.jobs=8", 'workload.size={dist="choice", values=[4, 64]}'])
+    r = run_experiment(exp, comm=None, progress=False)
+    big = r.jobs["job_size"] == 64  # 32 nodes at 2 ranks per node; the machine has 16
+    assert big.any() and (r.jobs["status"][big] == "rejected").all()
+    assert r.summary()["rejected"] == int(big.sum())
+    assert np.isnan(r.jobs["start"][big]).all()
+
+
+def test_foreground_jobs_are_inserted_at_chosen_times():
+    exp = loads(SMALL + """
+[[foreground]]
+app = "stencil3d"
+ranks = 8
+args = { iters = 3, face_bytes = "16KiB" }
+request_time = "10min"
+count = 2
+at = ["100s", "200s"]
+""", overrides=["workload.jobs=6"])
+    jobs, _, report = build_workload(exp, 2, 16)
+    fg = [j for j in jobs if j.foreground]
+    assert [j.submit_time for j in fg] == [100.0, 200.0] and report["foreground"] == 2
+    r = run_experiment(exp, comm=None, progress=False)
+    f = r.jobs["foreground"]
+    assert f.sum() == 2 and (r.jobs["app"][f] == "stencil3d").all() and (r.jobs["status"][f] == "completed").all()
