@@ -22,6 +22,7 @@ SUBCOMMANDS = {
     "machine": "scheduler.cli.machine_cmd",
     "show": "scheduler.cli.show_cmd",
     "plot": "scheduler.cli.plot_cmd",
+    "study": "scheduler.cli.study_cmd",
 }
 
 

@@ -109,10 +109,11 @@ class AppJobRunner:
 
     enforces_walltime = False  # the scheduler sets a wall-time timer per job and calls kill()
 
-    def __init__(self, *, ranks_per_node: int, mapping: str, options: Any):
+    def __init__(self, *, ranks_per_node: int, mapping: str, options: Any, observer: Any = None):
         self.ranks_per_node = ranks_per_node
         self.mapping = mapping
         self.options = options
+        self.observer = observer
         self.manager: Any = None
         self._jobs: dict[int, tuple[Any, Job]] = {}
         self._kill_reason: dict[int, str] = {}
@@ -138,6 +139,8 @@ class AppJobRunner:
                                 report_to=self.manager.eid, options=self.options)
         self._jobs[job.job_id] = (sched, job)
         self.manager.launch_at(0.0, spec)
+        if self.observer is not None:
+            self.observer.job_started(job, rank_nodes)
 
     def kill(self, sched: Any, job: Job, reason: str) -> None:
         if job.app_name == TIMEKEEPER or job.job_id not in self._jobs:
@@ -153,6 +156,8 @@ class AppJobRunner:
             return
         sched, job = entry
         self.records[rec.job] = rec
+        if self.observer is not None:
+            self.observer.job_ended(rec)
         if rec.status == "ok":
             sched.job_ended(rec.job, JobStatus.COMPLETED, None)
         elif rec.status == "failed":
@@ -212,10 +217,16 @@ def _progress_bar(total: int, enabled: bool | None) -> Any:
 
 
 # ---------------------------------------------------------------------------------- run
-def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None = None) -> Any:
+def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None = None, observer: Any = None) -> Any:
     """Run ``exp``; returns its :class:`~scheduler.results.Results` on rank 0 (None elsewhere).
 
     ``progress``: show a progress bar on rank 0 (default: when stderr is a terminal).
+    ``observer``: optional object watching app jobs (interference studies use one to take
+    link statistics over a foreground job's lifetime). ``observer.attach(sim, net,
+    manager)`` is called on every rank once the scheduler has been added (entities it adds
+    come last, so no other entity's id changes; ``manager`` is None off rank 0);
+    ``observer.job_started(job, rank_nodes)`` and ``observer.job_ended(record)`` are called on
+    rank 0 in the events where an app job is launched and where it ends.
     """
     from apps.manager import JobManager
     from apps.node import MpiNode, MpiOptions, MpiShared
@@ -241,7 +252,8 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     shared = MpiShared(NodeModel.from_machine(machine))
     net = Network(sim, topo, exp.network, mem_bw=float(machine.mem_bw_per_node), node_cls=MpiNode, node_args=(shared,))
     runner = AppJobRunner(ranks_per_node=rpn, mapping=sc.mapping,
-                          options=MpiOptions(eager_threshold=sc.eager_threshold, algorithms=dict(sc.algorithms)))
+                          options=MpiOptions(eager_threshold=sc.eager_threshold, algorithms=dict(sc.algorithms)),
+                          observer=observer)
     mgr = sim.add_entity(JobManager, net.node_offset, runner.on_end, name="job_manager", rank=0)
     runner.manager = mgr
     try:
@@ -257,6 +269,8 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
                    name="progress", rank=0) if bar is not None else sim.add_entity(_Idle, name="progress", rank=0)
     sched = sim.add_entity(SchedulerEntity, name="scheduler", rank=0, jobs=jobs, allocator=alloc, ordering=pol,
                            backfill=bf, runner=runner, kill_overrun=sc.kill_overrun)
+    if observer is not None:
+        observer.attach(sim, net, mgr)
     try:
         st = sim.run()
     finally:

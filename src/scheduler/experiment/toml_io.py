@@ -117,8 +117,13 @@ def from_dict(data: Mapping[str, Any], *, base_dir: str = ".") -> Experiment:
         raise ConfigError(str(exc)) from None
 
 
-def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """A copy of ``data`` with ``key.sub=value`` overrides applied (values parsed as TOML)."""
+def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str],
+                    top_keys: Sequence[str] = TOP_KEYS) -> dict[str, Any]:
+    """A copy of ``data`` with ``key.sub=value`` overrides applied (values parsed as TOML).
+
+    ``top_keys`` are the valid first parts of a key (the experiment's tables by default;
+    other file formats, such as interference studies, pass their own).
+    """
     import copy
 
     out = copy.deepcopy(dict(data))
@@ -132,8 +137,8 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[s
         except tomllib.TOMLDecodeError:
             value = raw.strip()
         parts = key.split(".")
-        if parts[0] not in TOP_KEYS:
-            raise ConfigError(f"--set {key}: unknown key {parts[0]!r}; valid: {', '.join(TOP_KEYS)}")
+        if parts[0] not in top_keys:
+            raise ConfigError(f"--set {key}: unknown key {parts[0]!r}; valid: {', '.join(top_keys)}")
         node: Any = out
         for i, p in enumerate(parts[:-1]):
             nxt = parts[i + 1]
