@@ -386,7 +386,8 @@ def _simulate_static(ctx: _Context, jobs: list[Job], seed: int, comm: Any) -> di
     shared = {"fg": ctl.fg, "launches": ctl.launches, "bg_failed": ctl.bg_failed} if mgr is not None else None
     if sim.comm is not None and sim.size > 1:
         shared = sim.comm.bcast(shared, root=sim.rank_of(sim.eid("job_manager")))
-    return {**shared, "events": int(st.events), "snaps": snaps,
+    # The probes' snapshot events (one per rank) are left out: the count does not depend on P.
+    return {**shared, "events": int(st.events) - sim.size * len(snaps), "snaps": snaps,
             "fg_bytes": float(netstats.job_bytes.get(FG_JOB, 0.0)),
             "fg_hop_bytes": float(netstats.job_hop_bytes.get(FG_JOB, 0.0)),
             "fg_messages": int(netstats.job_messages.get(FG_JOB, 0))}
@@ -502,6 +503,7 @@ def _trace_run(ctx: _Context, index: int, seed: int, comm: Any) -> RunOutcome:
     if comm is not None and comm.size > 1:
         info = comm.bcast(info, root=0)
     row.update(info["row"])
+    row["events"] -= obs.sim.size * len(snaps)  # the probes' snapshot events
     out.fg_nodes = info["fg_nodes"]
     if row["status"] != "ok":
         return out

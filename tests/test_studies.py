@@ -1,0 +1,397 @@
+"""Interference studies: the driver's invariants on small machines, determinism, the HDF5
+file, the figure, config errors, ``simhpc study``, and the reproduction scripts' command lines."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scheduler.cli import main
+from scheduler.studies import (
+    BackgroundApp,
+    ForegroundJob,
+    InterferenceStudy,
+    StudyConfigError,
+    dumps_study,
+    loads_study,
+    read_study,
+    run_study,
+    write_study,
+)
+from scheduler.studies.hdf5 import StudyFileError
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "scripts"
+TRACES = Path(os.environ.get("SIMHPC_TRACES") or ROOT.parent / "shared" / "traces")
+
+REL = 1e-12
+
+
+def _study(**kw):
+    base = dict(
+        name="t", machine="tiny-torus", ranks_per_node=1, allocator="random", k=(0, 1, 3), seeds=2,
+        foreground=ForegroundJob(app="even-odd", ranks=16, args={"iters": 4, "nbytes": "64KiB"}),
+        background=(BackgroundApp(app="pairs", ranks=(8, 16), args={"iters": 3}),
+                    BackgroundApp(app="stencil2d", ranks=12, args={"iters": 2, "face_bytes": "32KiB"}, weight=2)),
+    )
+    base.update(kw)
+    return InterferenceStudy(**base)
+
+
+@pytest.fixture(scope="module")
+def static_res():
+    return run_study(_study(), comm=None)
+
+
+def _same(a, b):
+    """Two StudyResults hold the same figures (wall-clock times aside)."""
+    for name, v in a.runs.items():
+        if name == "wall_s":
+            continue
+        w = b.runs[name]
+        if v.dtype.kind == "f":
+            assert np.array_equal(v, w, equal_nan=True), name
+        else:
+            assert list(v) == list(w), name
+    assert np.array_equal(a.fg_nodes_ptr, b.fg_nodes_ptr) and np.array_equal(a.fg_node_ids, b.fg_node_ids)
+    for name, v in a.hot.items():
+        assert list(v) == list(b.hot[name]), name
+
+
+# --------------------------------------------------------------------------- invariants
+def test_k0_runs_are_the_foreground_alone(static_res):
+    r = static_res.runs
+    k0 = r["k"] == 0
+    assert (r["status"][k0] == "ok").all()
+    # Event for event the run alone: exactly the same runtime, no other traffic.
+    assert np.array_equal(r["runtime"][k0], r["alone"][k0])
+    assert (r["slowdown"][k0] == 1.0).all()
+    assert (r["other_bytes"][k0] == 0).all() and (r["bg_jobs"][k0] == 0).all()
+
+
+def test_background_never_speeds_the_foreground_up(static_res):
+    r = static_res.runs
+    ok = r["status"] == "ok"
+    assert ok.sum() >= 5
+    ideal, alone, run = r["ideal"][ok], r["alone"][ok], r["runtime"][ok]
+    assert (ideal <= alone * (1 + REL)).all()
+    assert (alone <= run * (1 + REL)).all()
+    assert (r["slowdown"][ok] >= 1 - REL).all()
+    assert np.allclose(r["slowdown"][ok], run / alone) and np.allclose(r["ideal_slowdown"][ok], run / ideal)
+    # With background jobs on a 64-node torus under random placement, some run is slowed.
+    assert r["slowdown"][ok & (r["k"] > 0)].max() > 1.05
+
+
+def test_runs_record_background_placement_and_traffic(static_res):
+    r = static_res.runs
+    s = static_res
+    for i in range(s.n_runs):
+        if r["status"][i] != "ok":
+            continue
+        bg = json.loads(r["background"][i])
+        assert len(bg) == r["k"][i] == r["bg_jobs"][i]
+        assert r["bg_nodes"][i] == sum(b[3] for b in bg)
+        assert r["bg_launches"][i] >= r["k"][i]
+        nodes = s.fg_nodes_of(i)
+        assert len(nodes) == r["fg_nodes"][i] == 16 and len(set(nodes.tolist())) == 16
+        # even-odd: 8 pairs exchange 64 KiB both ways, 4 times.
+        assert r["bytes"][i] == 4 * 16 * 65536 and r["messages"][i] == 4 * 16
+        assert r["hop_bytes"][i] > 0 and r["aph"][i] > 0
+        hot = s.hot_links_of(i)
+        assert 1 <= len(hot) <= 5 and [h["rank"] for h in hot] == list(range(1, len(hot) + 1))
+        utils = [h["utilization"] for h in hot]
+        assert utils == sorted(utils, reverse=True) and math.isclose(utils[0], r["max_util"][i])
+        assert all(h["kind"] == "local" and h["fg_bytes"] > 0 for h in hot)
+        assert r["other_bytes"][i] >= sum(h["other_bytes"] for h in hot) - 1e-9
+        if r["k"][i] == 0:
+            assert all(h["other_bytes"] == 0 for h in hot)
+            # Alone, utilization over the window matches the run alone's to within the
+            # lookahead the window is longer by.
+            assert all(abs(h["utilization"] - h["utilization_alone"]) < 0.02 for h in hot)
+
+
+def test_background_jobs_are_the_same_draws_for_every_k(static_res):
+    r = static_res.runs
+    for seed in (0, 1):
+        one = json.loads(r["background"][(r["k"] == 1) & (r["seed"] == seed)][0])
+        three = json.loads(r["background"][(r["k"] == 3) & (r["seed"] == seed)][0])
+        assert one == three[:1]
+
+
+def test_determinism_and_by_k(static_res):
+    again = run_study(_study(), comm=None)
+    _same(static_res, again)
+    rows = static_res.by_k()
+    assert [x["k"] for x in rows] == [0, 1, 3] and all(x["runs"] == 2 for x in rows)
+    assert rows[0]["slowdown"]["median"] == 1.0
+
+
+def test_interference_free_allocator_gives_no_slowdown():
+    # t123 on a 3-level fat-tree: no switch port carries two jobs' traffic, so the
+    # foreground's run among background jobs is its run alone, to the last event.
+    st = _study(machine="tiny-fattree3", allocator="t123", k=(2,), seeds=2,
+                foreground=ForegroundJob(app="alltoall", ranks=4, args={"iters": 2, "nbytes": "16KiB"}),
+                background=(BackgroundApp(app="pairs", ranks=4, args={"iters": 4, "nbytes": "64KiB"}),))
+    r = run_study(st, comm=None).runs
+    assert (r["status"] == "ok").all()
+    assert np.array_equal(r["runtime"], r["alone"]) and (r["other_bytes"] == 0).all()
+
+
+def test_unplaced_runs_are_counted_with_a_reason():
+    st = _study(k=(0, 5), seeds=1, background=(BackgroundApp(app="pairs", ranks=(9, 12), args={"iters": 2}),))
+    res = run_study(st, comm=None)
+    r = res.runs
+    assert list(r["status"]) == ["ok", "unplaced"]
+    assert "the machine has 64" in r["reason"][1] and math.isnan(r["runtime"][1])
+    assert res.summary()["status"] == {"ok": 1, "unplaced": 1}
+
+
+def test_parallel_simulation_mode_gives_the_same_rows_sequentially(static_res):
+    # Sequentially both modes are the same code path; the MPI tests compare across ranks.
+    par = run_study(dataclasses.replace(_study(), parallel="simulation"), comm=None)
+    _same(static_res, par)
+
+
+def test_trace_mode_inserts_the_foreground_into_a_workload():
+    st = loads_study(TRACE_TOML)
+    res = run_study(st, comm=None)
+    r = res.runs
+    assert list(r["k"]) == [-1, -1] and (r["status"] == "ok").all()
+    assert (r["ideal"] <= r["alone"] * (1 + REL)).all() and (r["alone"] <= r["runtime"] * (1 + REL)).all()
+    assert (r["bg_jobs"] >= 1).all()
+    for i in range(2):
+        bg = json.loads(r["background"][i])
+        assert len(bg) == r["bg_jobs"][i] and all(b[1] == "pairs" for b in bg)
+    # The window covers the foreground's run only: the link snapshot starts at its start.
+    assert (r["max_util"] < 0.1).all()
+    again = run_study(st, comm=None)
+    _same(res, again)
+
+
+TRACE_TOML = """
+[study]
+name = "trace"
+mode = "trace"
+seeds = 2
+ranks_per_node = 1
+
+[machine]
+preset = "tiny-torus"
+
+[foreground]
+app = "even-odd"
+ranks = 16
+args = { iters = 3, compute_s = 0.05 }
+
+[[background]]
+app = "pairs"
+args = { iters = 8, compute_s = 0.05 }
+
+[workload]
+kind = "synthetic"
+jobs = 8
+inter_arrival = { dist = "exponential", mean = "1s" }
+size = { dist = "power_of_two", low = 4, high = 16 }
+run_time = { dist = "constant", value = "2s" }
+request_factor = { dist = "constant", value = 1.5 }
+"""
+
+
+# ------------------------------------------------------------------------- files, plot
+def test_hdf5_round_trip_and_errors(static_res, tmp_path):
+    p = write_study(static_res, tmp_path / "s.h5", created="2024-01-01T00:00:00+00:00")
+    back = read_study(p)
+    _same(static_res, back)
+    assert back.name == "t" and back.mode == "static" and back.machine == static_res.machine
+    assert back.foreground == static_res.foreground and back.study_toml == static_res.study_toml
+    assert back.runs["wall_s"].tolist() == static_res.runs["wall_s"].tolist()
+    assert back.summary()["by_k"] == static_res.summary()["by_k"]
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+    import h5py
+
+    with h5py.File(p) as f:
+        assert f.attrs["schema"] == "simhpc-study" and f.attrs["schema_version"] == 1
+        assert f["runs/slowdown"].attrs["unit"] == "" and f["runs/runtime"].attrs["unit"] == "s"
+        assert list(f["summary/k"][()]) == [0, 1, 3]
+    # The study can be read back from its own file and gives the same rows.
+    _same(static_res, run_study(loads_study(back.study_toml), comm=None))
+    with pytest.raises(StudyFileError, match="no such file"):
+        read_study(tmp_path / "missing.h5")
+    (tmp_path / "x.h5").write_text("not hdf5")
+    with pytest.raises(StudyFileError, match="not an HDF5 file"):
+        read_study(tmp_path / "x.h5")
+    with h5py.File(tmp_path / "other.h5", "w") as f:
+        f.attrs["schema"] = "simhpc-results"
+    with pytest.raises(StudyFileError, match="expected 'simhpc-study'"):
+        read_study(tmp_path / "other.h5")
+    with pytest.raises(StudyFileError, match="is a directory"):
+        write_study(static_res, tmp_path)
+
+
+def test_plot_writes_a_png(static_res, tmp_path):
+    from scheduler.studies import plot_study
+
+    p = plot_study(static_res, tmp_path / "f.png")
+    assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# -------------------------------------------------------------------------- configuration
+def test_toml_round_trip():
+    st = _study(allocator_options={}, end_time="1s", eager_threshold="32KiB")
+    text = dumps_study(st)
+    back = loads_study(text)
+    assert back == st and dumps_study(back) == text
+    assert back.seeds == (0, 1) and back.end_time == 1.0 and back.eager_threshold == 32768
+    tr = loads_study(TRACE_TOML)
+    assert loads_study(dumps_study(tr)) == tr
+
+
+def test_machine_objects_are_written_as_inline_topologies():
+    from models.presets import get_machine
+
+    st = _study(machine=get_machine("tiny-mesh"), k=(0,), background=())
+    back = loads_study(dumps_study(st))
+    a, b = st.build_machine().topology, back.build_machine().topology
+    assert np.array_equal(a.link_dst, b.link_dst) and np.array_equal(a.link_bw, b.link_bw)
+
+
+BAD = [
+    ({"mode": "steady"}, "study.mode: unknown value 'steady'; valid: static, trace"),
+    ({"allocator": "best"}, "study.allocator: unknown value 'best'; valid:"),
+    ({"allocator": "t123"}, "study.allocator = 't123': allocator 't123' needs a fattree topology, got a torus"),
+    ({"k": (0, 0)}, "study.k: the values must be distinct"),
+    ({"k": (0, 40)}, "study.k: 40 background jobs of at least 8 node(s) plus the foreground's 16 need 336 nodes"),
+    ({"seeds": 0}, "study.seeds: must be an integer >= 1"),
+    ({"mapping": "cyclic"}, "study.mapping: unknown value 'cyclic'; valid: block, round_robin"),
+    ({"parallel": "both"}, "study.parallel: unknown value 'both'; valid: runs, simulation"),
+    ({"background": ()}, "background: k > 0 needs at least one [[background]] app"),
+    ({"background": (BackgroundApp(app="pairs"),)}, "background[pairs]: give its size"),
+    ({"mode": "trace"}, "study.k: only used in static mode"),
+    ({"mode": "trace", "k": None}, "workload: trace mode needs a [workload] table"),
+]
+
+
+@pytest.mark.parametrize("changes,msg", BAD)
+def test_config_errors_name_the_key(changes, msg):
+    with pytest.raises(StudyConfigError) as ei:
+        _study(**changes)
+    assert msg in str(ei.value)
+
+
+def test_config_errors_of_jobs_and_files(tmp_path):
+    with pytest.raises(StudyConfigError, match="unknown app 'evenodd'; valid: "):
+        ForegroundJob(app="evenodd", ranks=4)
+    with pytest.raises(StudyConfigError, match=r"app 'even-odd' has no parameter 'iter'; parameters: even-odd\(iters=10"):
+        ForegroundJob(app="even-odd", ranks=4, args={"iter": 3})
+    with pytest.raises(StudyConfigError, match="job-level app"):
+        ForegroundJob(app="timekeeper", ranks=4, args={"runtime": 1})
+    with pytest.raises(StudyConfigError, match=r"background\[pairs\]: give ranks or fraction, not both"):
+        BackgroundApp(app="pairs", ranks=4, fraction=0.1)
+    with pytest.raises(StudyConfigError, match=r"fraction: must be in \[0.0, 1.0\]"):
+        BackgroundApp(app="pairs", fraction=(0.1, 1.5))
+    with pytest.raises(StudyConfigError, match="foreground.ranks: 100 ranks at 1 per node need 100 nodes; machine tiny-torus has 64"):
+        _study(foreground=ForegroundJob(app="ring", ranks=100))
+    text = dumps_study(_study())
+    with pytest.raises(StudyConfigError, match="study: unknown key\\(s\\) 'seed'; valid: name, mode, k, seeds"):
+        loads_study(text.replace("seeds = [0, 1]", "seed = 1"))
+    with pytest.raises(StudyConfigError, match="foreground: missing"):
+        loads_study("[machine]\npreset = \"tiny-torus\"\n")
+    with pytest.raises(StudyConfigError, match="machine.preset: unknown value 'nope'"):
+        loads_study(text.replace('preset = "tiny-torus"', 'preset = "nope"'))
+    with pytest.raises(StudyConfigError, match="--set nope.k: unknown key 'nope'; valid: study, machine"):
+        loads_study(text, overrides=["nope.k=1"])
+    assert loads_study(text, overrides=["study.seeds=4"]).seeds == (0, 1, 2, 3)
+
+
+# ------------------------------------------------------------------------------ CLI
+CLI_TOML = """
+[study]
+name = "cli"
+k = [0, 2]
+seeds = 2
+ranks_per_node = 1
+
+[machine]
+preset = "tiny-fattree3"
+
+[foreground]
+app = "ring"
+ranks = 6
+args = { iters = 3 }
+
+[[background]]
+app = "pairs"
+ranks = [2, 4]
+args = { iters = 3 }
+"""
+
+
+def test_cli_study(tmp_path, capsys):
+    f = tmp_path / "s.toml"
+    f.write_text(CLI_TOML)
+    out_h5 = tmp_path / "r.h5"
+    assert main(["study", str(f), "--out", str(out_h5), "--plot", str(tmp_path), "--json", "--hot"]) == 0
+    out = capsys.readouterr().out
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("study cli (static): ring x 6 ranks on tiny-fattree3 (16 nodes), random placement, 4 runs")
+    assert "slowdown med" in lines[1] and lines[3].split()[:2] == ["0", "2/2"]
+    s = json.loads(lines[-1])
+    assert s["runs"] == 4 and s["status"] == {"ok": 4} and [x["k"] for x in s["by_k"]] == [0, 2]
+    assert s["by_k"][0]["median_slowdown"] == 1.0
+    assert read_study(out_h5).n_runs == 4 and (tmp_path / "cli.png").exists()
+    assert s["results"] == str(out_h5) and s["figure"] == str(tmp_path / "cli.png")
+    assert main(["study", str(f), "--print-config", "--set", "study.seeds=3"]) == 0
+    assert "seeds = [0, 1, 2]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--set", "study.allocator=nope"], "study.allocator: unknown value 'nope'"),
+    (["--out", "/nonexistent-dir/x.h5"], "--out '/nonexistent-dir/x.h5': the folder '/nonexistent-dir' does not exist"),
+    (["--plot", "/nonexistent-dir"], "the folder '/nonexistent-dir' does not exist"),
+])
+def test_cli_errors_are_one_line(tmp_path, capsys, args, msg):
+    f = tmp_path / "s.toml"
+    f.write_text(CLI_TOML)
+    assert main(["study", str(f), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("simhpc: error: ") and msg in err and "Traceback" not in err
+    assert main(["study", str(tmp_path / "none.toml")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------- reproduction scripts
+REPROS = ["repro_obaida_liu", "repro_pollard", "repro_zhou", "repro_albing", "repro_jigsaw"]
+
+
+@pytest.mark.parametrize("name", REPROS)
+def test_repro_script_imports_and_has_help(name, capsys):
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(SystemExit) as ei:
+        mod.main(["--help"])
+    assert ei.value.code == 0
+    out = capsys.readouterr().out
+    assert "--full" in out and "--out" in out and "--tiny" in out
+
+
+@pytest.mark.parametrize("name", ["repro_obaida_liu", "repro_albing"])
+def test_repro_tiny_mode_prints_a_table_and_json(name, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    p = subprocess.run([sys.executable, str(SCRIPTS / f"{name}.py"), "--tiny", "--out", str(tmp_path)],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert any(line.startswith("reduced:") or line.startswith("tiny:") for line in lines)
+    fig = json.loads(lines[-1])
+    assert fig["script"] == name and fig["scale"] == "tiny"
+    assert any(f.endswith(".png") for f in os.listdir(tmp_path))
