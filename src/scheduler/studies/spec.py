@@ -488,7 +488,7 @@ def _machine_dict(m: Any) -> dict[str, Any]:
     if isinstance(m, MachineSpec):
         return m.to_dict()
     topo = m.topology
-    params = {k: v for k, v in topo._init_kwargs.items() if k != "cache_size"}
+    params = {k: v for k, v in topo._init_kwargs.items() if k != "cache_size" and v is not None}
     return {"name": m.name, "cores_per_node": m.cores_per_node, "flops_per_node": float(m.flops_per_node),
             "mem_bw_per_node": float(m.mem_bw_per_node), "topology": _lists({"family": topo.name, **params})}
 
