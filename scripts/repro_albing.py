@@ -13,7 +13,7 @@ improvement over FIFO-0. Then the same on a dragonfly and on a 5D torus with the
 All these allocators can place a job on any free nodes, so EASY's schedule (every start
 time) is the same for all of them: only the placements differ (the script checks this).
 
-Scales: --full 20,000 jobs; the default reduced scale 3,000 jobs; --tiny 300 jobs. The
+Scales: --full 20,000 jobs; the default reduced scale 5,000 jobs; --tiny 300 jobs. The
 machines are the same at every scale (under mpirun the (machine, policy) replays are
 dealt out over the ranks).
 
@@ -34,7 +34,7 @@ import repro_common as rc
 
 POLICIES = ("fifo0", "firstfit", "closestfit", "largestfit", "dualend")
 BINS = [(1, 1, "1"), (2, 8, "2-8"), (9, 16, "9-16"), (17, 64, "17-64"), (65, 256, "65-256"), (257, 1 << 20, "257+")]
-SCALES = {"full": 20000, "reduced": 3000, "tiny": 300}
+SCALES = {"full": 20000, "reduced": 5000, "tiny": 300}
 MACHINES = ("hector", "dragonfly-2880", "torus5d-2880")
 
 

@@ -11,7 +11,7 @@ bounded slowdown, and each policy's utilization relative to the baseline.
 
 Scales: --full runs radix 16, 20, 24 and 28 with 10,000 jobs each (under mpirun the
 (machine, allocator) replays are dealt out over the ranks); the default reduced scale runs
-radix 16 and 20 (1,024 and 2,000 nodes) with 1,500 jobs; --tiny radix 8 with 200 jobs.
+radix 16, 20 and 24 (1,024 to 3,456 nodes) with 3,000 jobs; --tiny radix 8 with 200 jobs.
 
 After S. A. Smith and D. K. Lowenthal, "Jigsaw: a high-utilization, interference-free job
 scheduler for fat-tree clusters", HPDC 2021 (see docs/studies.md).
@@ -26,7 +26,7 @@ import time
 import repro_common as rc
 
 ALLOCATORS = ("firstfree", "t123", "jigsaw")
-SCALES = {"full": ((16, 20, 24, 28), 10000), "reduced": ((16, 20), 1500), "tiny": ((8,), 200)}
+SCALES = {"full": ((16, 20, 24, 28), 10000), "reduced": ((16, 20, 24), 3000), "tiny": ((8,), 200)}
 LOAD = 1.2
 
 

@@ -194,7 +194,7 @@ args = { iters = 3, compute_s = 0.05 }
 
 [[background]]
 app = "pairs"
-args = { iters = 8, compute_s = 0.05 }
+args = { iters = 60, compute_s = 0.05 }
 
 [workload]
 kind = "synthetic"
@@ -373,7 +373,8 @@ REPROS = ["repro_obaida_liu", "repro_pollard", "repro_zhou", "repro_albing", "re
 
 
 @pytest.mark.parametrize("name", REPROS)
-def test_repro_script_imports_and_has_help(name, capsys):
+def test_repro_script_imports_and_has_help(name, capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPTS))
     spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

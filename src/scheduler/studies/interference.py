@@ -52,6 +52,7 @@ BG_STRIDE = 1 << 16
 
 _STREAM_DRAW = 0xB6D0
 _STREAM_ORDER = 0x07DE
+_STREAM_INSERT = 0x1A5E
 
 
 # ----------------------------------------------------------------------- link probes
@@ -472,7 +473,8 @@ class _TraceObserver:
 def _trace_run(ctx: _Context, index: int, seed: int, comm: Any) -> RunOutcome:
     from apps.errors import AppError
 
-    from ..experiment.runner import run_experiment
+    from ..experiment.runner import build_workload, run_experiment
+    from ..workload import seeded_rng
     from ..experiment.spec import (AppChoice, Experiment, ForegroundSpec, MachineSpec, OutputSpec,
                                    SchedulerSpec)
     from .spec import _machine_dict
@@ -487,13 +489,20 @@ def _trace_run(ctx: _Context, index: int, seed: int, comm: Any) -> RunOutcome:
         name=s.name, seed=seed, end_time=s.end_time,
         machine=s.machine if isinstance(s.machine, MachineSpec) else MachineSpec(**_machine_dict(s.machine)),
         network=s.network, workload=s.workload, apps=apps,
-        foreground=(ForegroundSpec(app=fg.app, ranks=fg.ranks, args=dict(fg.args), request_time=ctx.fg_request()),),
         scheduler=SchedulerSpec(order=s.order, backfill=s.backfill, allocator=s.allocator,
                                 allocator_options=dict(s.allocator_options), ranks_per_node=ctx.rpn,
                                 mapping=s.mapping, ideal_baseline=False, eager_threshold=s.eager_threshold,
                                 algorithms=dict(s.algorithms)),
         output=OutputSpec(path=None), base_dir=s.base_dir,
     )
+    # The insertion point: uniform between the first and the last background submission,
+    # drawn here (not rounded to whole seconds, so time-compressed traces work too).
+    bg, _, _ = build_workload(exp, ctx.rpn, ctx.machine.n_nodes)
+    submits = [j.submit_time for j in bg]
+    lo, hi = (min(submits), max(submits)) if submits else (0.0, 0.0)
+    at = float(seeded_rng(seed, _STREAM_INSERT).uniform(lo, hi)) if hi > lo else lo
+    exp = replace(exp, foreground=(ForegroundSpec(app=fg.app, ranks=fg.ranks, args=dict(fg.args),
+                                                  request_time=ctx.fg_request(), at=(at,)),))
     obs = _TraceObserver()
     res = run_experiment(exp, comm=comm, progress=False, observer=obs)
     snaps = _gather_snaps(obs.sim, obs.probes)
