@@ -230,7 +230,8 @@ def _plot(slow, sched, sizes, path):
     a2.bar(np.arange(len(p)) - w / 2, [s["utilization"] for s in sched], w, label="utilization")
     a2.bar(np.arange(len(p)) + w / 2, [s["loss_of_capacity"] for s in sched], w, label="loss of capacity")
     a2.set_xticks(np.arange(len(p)), p, fontsize=8)
-    a2.legend(fontsize=8)
+    a2.set_ylim(0, 1.15)
+    a2.legend(fontsize=8, loc="upper center", ncol=2)
     a2.set_title("scheduling view (Mira, FCFS + EASY)", fontsize=10)
     for a in (a1, a2):
         a.grid(True, alpha=0.3)

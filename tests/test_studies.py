@@ -396,3 +396,23 @@ def test_repro_tiny_mode_prints_a_table_and_json(name, tmp_path):
     fig = json.loads(lines[-1])
     assert fig["script"] == name and fig["scale"] == "tiny"
     assert any(f.endswith(".png") for f in os.listdir(tmp_path))
+
+
+# ------------------------------------------------------------------------- docs, examples
+def test_docs_list_every_column_of_the_file():
+    from scheduler.studies.hdf5 import SUMMARY_COLUMNS
+    from scheduler.studies.results import HOT_COLUMNS, RUN_COLUMNS
+
+    text = (ROOT / "docs" / "studies.md").read_text()
+    for name, (dt, unit, desc) in {**RUN_COLUMNS, **HOT_COLUMNS}.items():
+        assert f"| `{name}` | {dt} | {unit} | {desc} |" in text, name
+    for name, (unit, desc) in SUMMARY_COLUMNS.items():
+        assert f"| `{name}` | {unit} | {desc} |" in text, name
+
+
+def test_examples_load_and_the_static_one_runs():
+    st = loads_study((ROOT / "examples" / "interference.toml").read_text(), overrides=["study.k=[0, 2]", "study.seeds=1"])
+    r = run_study(st, comm=None).runs
+    assert (r["status"] == "ok").all() and r["slowdown"][0] == 1.0
+    tr = loads_study((ROOT / "examples" / "interference_trace.toml").read_text())
+    assert tr.mode == "trace" and tr.workload.time_scale == 1e-6

@@ -24,7 +24,7 @@ SCHEMA_VERSION = 1
 RUN_COLUMNS: dict[str, tuple[str, str, str]] = {
     "k": ("int64", "jobs", "background jobs asked for (static mode); -1 in trace mode"),
     "seed": ("int64", "", "the run's seed"),
-    "status": ("str", "", "ok | unplaced | failed | unfinished | rejected | killed"),
+    "status": ("str", "", "ok, unplaced, failed, unfinished, rejected or killed"),
     "reason": ("str", "", "why a run is not ok ('' otherwise)"),
     "bg_jobs": ("int64", "jobs", "background app jobs that ran during the foreground's run"),
     "bg_nodes": ("int64", "nodes", "nodes of those background jobs"),
@@ -56,7 +56,7 @@ HOT_COLUMNS: dict[str, tuple[str, str, str]] = {
     "link": ("int64", "", "link id of the machine's topology"),
     "src": ("int64", "vertex", "source vertex (nodes 0..n-1, then routers)"),
     "dst": ("int64", "vertex", "destination vertex"),
-    "kind": ("str", "", "local | up | down | global (network links only)"),
+    "kind": ("str", "", "local, up, down or global (network links only)"),
     "utilization": ("float64", "", "busy time over the foreground's run, with background"),
     "utilization_alone": ("float64", "", "busy time over the foreground's runtime alone"),
     "fg_bytes": ("float64", "B", "the foreground's bytes on the link (from its run alone)"),
