@@ -411,8 +411,9 @@ def test_docs_list_every_column_of_the_file():
 
 
 def test_examples_load_and_the_static_one_runs():
-    st = loads_study((ROOT / "examples" / "interference.toml").read_text(), overrides=["study.k=[0, 2]", "study.seeds=1"])
+    ex = ROOT / "examples" / "studies"
+    st = loads_study((ex / "interference.toml").read_text(), overrides=["study.k=[0, 2]", "study.seeds=1"])
     r = run_study(st, comm=None).runs
     assert (r["status"] == "ok").all() and r["slowdown"][0] == 1.0
-    tr = loads_study((ROOT / "examples" / "interference_trace.toml").read_text())
+    tr = loads_study((ex / "interference_trace.toml").read_text())
     assert tr.mode == "trace" and tr.workload.time_scale == 1e-6
