@@ -70,8 +70,12 @@ def _h5py() -> Any:
 
 
 # ----------------------------------------------------------------------------- writing
-def write_results(results: Results, path: str | os.PathLike[str]) -> Path:
+def write_results(results: Results, path: str | os.PathLike[str], *, created: str | None = None) -> Path:
     """Write ``results`` to the HDF5 file ``path`` (atomically); returns the path.
+
+    ``created`` is the text of the root attribute of that name (default: the current UTC
+    time, ISO 8601). It is the only time-dependent content: two writes of the same results
+    with the same ``created`` give byte-identical files.
 
     Raises :class:`ResultsFileError` when ``path`` is a directory or its directory does not
     exist, and ``ValueError``/``TypeError`` when ``results`` does not fit the schema (a job
@@ -88,7 +92,7 @@ def write_results(results: Results, path: str | os.PathLike[str]) -> Path:
     tmp = directory / f".{p.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
         with h5py.File(tmp, "x", track_order=True) as f:
-            _write_file(f, results)
+            _write_file(f, results, created)
         _fsync_path(tmp)
         os.replace(tmp, p)
     except BaseException:
@@ -117,7 +121,7 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-def _write_file(f: Any, r: Results) -> None:
+def _write_file(f: Any, r: Results, created: str | None) -> None:
     from .. import __version__
 
     f.attrs["schema"] = SCHEMA_NAME
@@ -126,7 +130,9 @@ def _write_file(f: Any, r: Results) -> None:
     f.attrs["name"] = str(r.name)
     f.attrs["seed"] = int(r.seed)
     # The only time-dependent content of the file; comparisons ignore it.
-    f.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    if created is None:
+        created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+    f.attrs["created"] = str(created)
 
     config = f.create_group("config", track_order=True)
     config.create_dataset("experiment.toml", data=str(r.experiment_toml), dtype=_str_dtype())
