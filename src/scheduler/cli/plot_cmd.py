@@ -13,8 +13,10 @@ HELP = ("draw figures of results files: wait-time CDF, utilization, APH by job s
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="RESULTS.h5",
                         help="results files written by simhpc run; several are compared on one plot")
-    parser.add_argument("--out", default=".", metavar="DIR", help="directory for the figures (default: current directory)")
-    parser.add_argument("--format", default="png", choices=("png", "pdf", "svg"), help="figure file format (default png)")
+    parser.add_argument("--out", default=".", metavar="DIR",
+                        help="directory for the figures (default: current directory)")
+    parser.add_argument("--format", default="png", choices=("png", "pdf", "svg"),
+                        help="figure file format (default png)")
     parser.add_argument("--dpi", type=int, default=120, help="resolution of png figures (default 120)")
     parser.add_argument("--json", action="store_true", help="end the output with one JSON object listing the figures")
 

@@ -125,7 +125,8 @@ def _grouped_boxes(ax: Any, groups: list[list[np.ndarray]], names: list[str], ti
     ax.set_xticks(range(len(ticklabels)), ticklabels)
     ax.set_xlim(-0.6, len(ticklabels) - 0.4)
     if k > 1:
-        handles = [m.patches.Patch(facecolor=m.colors.to_rgba(c, 0.45), edgecolor=c, label=n) for c, n in zip(cols, names)]
+        handles = [m.patches.Patch(facecolor=m.colors.to_rgba(c, 0.45), edgecolor=c, label=n)
+                   for c, n in zip(cols, names)]
         ax.legend(handles=handles)
 
 
