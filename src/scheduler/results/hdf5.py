@@ -326,6 +326,8 @@ def _open(path: str | os.PathLike[str]) -> Iterator[Any]:
         raise ResultsFileError(p, "no such file")
     if p.is_dir():
         raise ResultsFileError(p, "is a directory, not a results file")
+    if not os.access(p, os.R_OK):
+        raise ResultsFileError(p, "cannot read it (permission denied)")
     h5py = _h5py()
     try:
         is_h5 = h5py.is_hdf5(p)
