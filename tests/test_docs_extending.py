@@ -5,10 +5,26 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 DOC = Path(__file__).resolve().parent.parent / "docs" / "extending.md"
 
 
-def test_extending_examples_run():
+@pytest.fixture
+def clean_registries():
+    """The examples register a policy, an allocator and an app: undo that afterwards."""
+    from apps import registry
+    from scheduler.allocator import ALLOCATORS
+    from scheduler.ordering import ORDERINGS
+
+    saved = [(d, dict(d)) for d in (ORDERINGS, ALLOCATORS, registry._APPS)]
+    yield
+    for d, copy in saved:
+        d.clear()
+        d.update(copy)
+
+
+def test_extending_examples_run(clean_registries):
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
     assert len(blocks) == 4
     ns: dict = {}
