@@ -10,6 +10,7 @@ random numbers.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
 from heapq import heappush
 from typing import TYPE_CHECKING, Any, Callable, Hashable
@@ -55,8 +56,6 @@ class Entity:
         """Subclasses take their own arguments; the kernel has bound the base attributes."""
 
     def _bind(self, sim: "Simulator", type_name: str, index: int, eid: int, group: Hashable | None) -> None:
-        import itertools
-
         self.sim = sim
         self.type_name = type_name
         self.index = index
