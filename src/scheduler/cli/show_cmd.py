@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import Any
 
-from .common import CliError, print_json, table
+from .common import CliError, print_json, table, positive_int
 
 HELP = "print the summary of a results file (jobs, waits, utilization, network, run statistics) and its first job rows"
 
@@ -15,19 +15,9 @@ DEFAULT_COLUMNS = ("job_id", "app", "status", "nodes", "submit", "start", "wait"
                    "ideal_run", "bounded_slowdown", "aph", "bytes_sent")
 
 
-def _count(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return v
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="RESULTS.h5", help="a results file written by simhpc run")
-    parser.add_argument("--jobs", type=_count, metavar="N", help="also list the first N job rows")
+    parser.add_argument("--jobs", type=positive_int, metavar="N", help="also list the first N job rows")
     parser.add_argument("--columns", metavar="A,B,...",
                         help=f"job columns --jobs lists (default: {','.join(DEFAULT_COLUMNS)})")
     parser.add_argument("--json", action="store_true", help="end the output with one JSON object of the figures")
