@@ -133,6 +133,8 @@ class Simulator:
         self.now: float = 0.0
         self._heap: list = []
         self._local: dict[Any, Entity] = {}
+        # service name -> list indexed by entity id of the resolved bound service (or None).
+        self._svc_tables: dict[str, list] = {}
         self._types: dict[str, EntityType] = {}
         self._offsets: list[int] = []
         self._type_order: list[EntityType] = []
@@ -184,6 +186,8 @@ class Simulator:
         self._type_order.append(etype)
         self._offsets.append(offset)
         self._next_eid += count
+        for table in self._svc_tables.values():
+            table.extend([None] * count)
         made: list[E] = []
         local = self._local
         my = self.rank

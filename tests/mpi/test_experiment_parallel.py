@@ -29,3 +29,25 @@ def test_experiment_identical_to_sequential():
         assert np.array_equal(seq.links[k], par.links[k]), k
     assert seq.system == par.system
     assert par.run["ranks"] == comm.size and seq.run["events"] == par.run["events"]
+
+
+def test_hdf5_job_tables_identical_for_p1_and_p(tmp_path_factory):
+    from mpi4py import MPI
+
+    from scheduler.experiment import loads
+    from scheduler.experiment.runner import run_experiment
+    from scheduler.results.compare import job_table_diff
+    from scheduler.results.hdf5 import read_results, write_results
+    from test_experiment_run import SMALL
+
+    comm = MPI.COMM_WORLD
+    exp = loads(SMALL, overrides=["workload.jobs=8"])
+    par = run_experiment(exp, comm=comm, progress=False)
+    if comm.rank != 0:
+        return
+    d = tmp_path_factory.mktemp("h5")
+    write_results(par, d / "par.h5")
+    write_results(run_experiment(exp, comm=None, progress=False), d / "seq.h5")
+    a, b = read_results(d / "seq.h5"), read_results(d / "par.h5")
+    assert job_table_diff(a, b) == []
+    assert b.run["ranks"] == comm.size and a.run["ranks"] == 1

@@ -46,6 +46,19 @@ def user_errors() -> Iterator[_Status]:
         status.code = 130
 
 
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    import argparse
+
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return v
+
+
 def print_json(obj: Any) -> None:
     """Print one JSON object on one line (the last line of a --json run)."""
     print(json.dumps(obj, default=_default, sort_keys=False))

@@ -5,19 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import CliError, print_json, table
+from .common import CliError, print_json, table, positive_int
 
 HELP = "replay an SWF workload trace through a scheduler and print its metrics"
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return v
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a job larger than the machine is an error (default: rejected and counted)")
     parser.add_argument("--skip-malformed", action="store_true",
                         help="skip and count malformed trace lines (default: stop at the first)")
-    parser.add_argument("--limit", type=_positive_int, metavar="N", help="replay only the first N jobs")
+    parser.add_argument("--limit", type=positive_int, metavar="N", help="replay only the first N jobs")
     parser.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     parser.add_argument("--jobs-out", metavar="FILE.csv", help="write the per-job table as CSV")
     parser.add_argument("--json", action="store_true", help="end the output with one JSON object of the figures")

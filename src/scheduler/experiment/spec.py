@@ -170,6 +170,7 @@ class MachineSpec:
     preset: str | None = None
     name: str | None = None
     topology: Mapping[str, Any] | None = None
+    routing: str | None = None
     cores_per_node: int | None = None
     flops_per_node: float | str | None = None
     mem_bw_per_node: float | str | None = None
@@ -220,6 +221,11 @@ class MachineSpec:
                 flops, mem = self.flops_per_node, self.mem_bw_per_node
                 name = self.name or f"custom-{self.topology['family']}"
                 desc, cite = "inline topology", ""
+            if self.routing is not None and self.routing != topo.routing:
+                if self.routing not in topo.ROUTINGS:
+                    raise ConfigError(f"machine.routing: unknown value {self.routing!r} for a {topo.name}; "
+                                      f"valid: {', '.join(topo.ROUTINGS)}")
+                topo = topo.replace(routing=self.routing)
             return Machine(name=name, topology=topo, cores_per_node=cpn, flops_per_node=flops,
                            mem_bw_per_node=mem, description=desc, citation=cite)
         except (TopologyError, TypeError) as exc:
@@ -227,7 +233,7 @@ class MachineSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return _drop_none({
-            "preset": self.preset, "name": self.name, "cores_per_node": self.cores_per_node,
+            "preset": self.preset, "name": self.name, "routing": self.routing, "cores_per_node": self.cores_per_node,
             "flops_per_node": self.flops_per_node, "mem_bw_per_node": self.mem_bw_per_node,
             "topology": _lists(dict(self.topology)) if self.topology is not None else None,
         })

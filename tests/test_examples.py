@@ -1,0 +1,53 @@
+"""Every example experiment parses, and runs end to end at a reduced size."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scheduler.experiment import load
+from scheduler.experiment.runner import run_experiment
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+TRACES = Path(os.environ.get("SIMHPC_TRACES", EXAMPLES.parent.parent / "shared" / "traces"))
+
+SMALL_SIZES = 'workload.size={dist="power_of_two", low=16, high=64}'
+REDUCED = {
+    "default.toml": ["workload.jobs=12"],
+    "torus_interference.toml": ["workload.jobs=4", SMALL_SIZES, "foreground.0.count=1", "foreground.0.ranks=32"],
+    "dragonfly_ugal.toml": ["workload.jobs=4", SMALL_SIZES],
+    "cab_ctc_easy.toml": ["workload.limit=300"],
+}
+
+
+def test_every_example_is_covered():
+    assert sorted(p.name for p in EXAMPLES.glob("*.toml")) == sorted(REDUCED)
+
+
+@pytest.mark.parametrize("name", sorted(REDUCED))
+def test_example_parses_at_full_size(name):
+    exp = load(EXAMPLES / name)
+    assert exp.name and exp.machine.build().n_nodes > 0
+
+
+@pytest.mark.parametrize("name", sorted(REDUCED))
+def test_example_runs_reduced(name):
+    exp = load(EXAMPLES / name, REDUCED[name])
+    if exp.workload.kind == "swf":
+        if not (TRACES / Path(exp.workload.trace).name).exists():
+            pytest.skip(f"trace {Path(exp.workload.trace).name} not found beside the project")
+        exp = load(EXAMPLES / name, REDUCED[name] + [f'workload.trace="{TRACES / Path(exp.workload.trace).name}"'])
+    r = run_experiment(exp, comm=None, progress=False)
+    j = r.jobs
+    ran = r.ran()
+    assert ran.sum() + (j["status"] == "rejected").sum() == r.n_jobs
+    assert set(j["status"][ran]) <= {"completed", "killed"}
+    assert (j["wait"][ran] >= 0).all() and (j["run"][ran] >= 0).all()
+    apps = ran & (j["app"] != "timekeeper") & (j["status"] == "completed")
+    if exp.scheduler.ideal_baseline and apps.any():
+        assert not np.isnan(j["ideal_run"][apps]).any()
+        assert (j["run"][apps] >= j["ideal_run"][apps] * (1 - 1e-9)).all()
+    assert 0 < r.system["utilization"] <= 1
