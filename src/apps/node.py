@@ -99,10 +99,14 @@ class LaunchSpec:
     report_to: int
     report_service: str = "report"
     options: MpiOptions = field(default_factory=MpiOptions)
+    #: Link ids the job's messages must stay on (a link-reserving allocator's reservation,
+    #: plus its nodes' injection and ejection links); None: the topology's own routing.
+    allowed_links: tuple[int, ...] | None = None
 
     @classmethod
     def build(cls, *, job: int, app: str, args: Mapping[str, Any] | None, rank_nodes: Any, report_to: int,
-              report_service: str = "report", options: MpiOptions | None = None) -> "LaunchSpec":
+              report_service: str = "report", options: MpiOptions | None = None,
+              allowed_links: Any = None) -> "LaunchSpec":
         """A spec from the node of every rank (``node_ranks`` and ``size`` are derived)."""
         rn = tuple(int(n) for n in rank_nodes)
         if not rn:
@@ -112,7 +116,8 @@ class LaunchSpec:
             node_ranks.setdefault(n, []).append(r)
         return cls(job=int(job), app=app, args=dict(args or {}), size=len(rn), rank_nodes=rn,
                    node_ranks={n: tuple(v) for n, v in node_ranks.items()}, report_to=int(report_to),
-                   report_service=report_service, options=options or MpiOptions())
+                   report_service=report_service, options=options or MpiOptions(),
+                   allowed_links=None if allowed_links is None else tuple(int(x) for x in allowed_links))
 
     @property
     def nodes(self) -> tuple[int, ...]:
@@ -158,7 +163,7 @@ class NodeJob:
     __slots__ = (
         "spec", "job", "fn", "args", "rank_nodes", "eager", "ctrl", "algorithms", "node_model", "ranks_here",
         "eps", "left", "start", "end", "status", "error", "killed", "reported", "delivered",
-        "failed_rank", "fail_time", "tb", "timer",
+        "failed_rank", "fail_time", "tb", "timer", "routed",
     )
 
     def __init__(self, spec: LaunchSpec, node_model: NodeModel, ranks_here: int, now: float):
@@ -185,6 +190,7 @@ class NodeJob:
         self.fail_time = math.nan
         self.tb = ""
         self.timer = False
+        self.routed = False
 
 
 class MpiNode(NetworkNode):
@@ -224,6 +230,9 @@ class MpiNode(NetworkNode):
         js = NodeJob(spec, self.shared.node_model, len(local), now)
         js.fn = info.fn
         self._jobs[spec.job] = js
+        if spec.allowed_links is not None:
+            self.restrict_routes(spec.job, spec.allowed_links)
+            js.routed = True
         size = spec.size
         job = spec.job
         for w in local:
@@ -243,6 +252,7 @@ class MpiNode(NetworkNode):
         js.killed = True
         if js.status == "running":
             js.status = "killed"
+        self._unroute(js)
         for ep in js.eps.values():
             p = ep.proc
             if p is not None and not p.done:
@@ -305,10 +315,16 @@ class MpiNode(NetworkNode):
         js.tb = "".join(traceback.format_exception(exc))
         self._report(js)
 
+    def _unroute(self, js: NodeJob) -> None:
+        if js.routed:
+            js.routed = False
+            self.release_routes(js.job)
+
     def _report(self, js: NodeJob) -> None:
         if js.reported:
             return
         js.reported = True
+        self._unroute(js)
         spec = js.spec
         bytes_sent = 0.0
         messages = 0

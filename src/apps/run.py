@@ -156,6 +156,7 @@ def run_app(
     hot_links: int = 10,
     app_args: Mapping[str, Any] | None = None,
     job_id: int = JOB_ID,
+    allowed_links: Any = None,
     **kwargs: Any,
 ) -> AppResult:
     """Run app ``app`` with ``ranks`` ranks alone on ``machine`` (a preset name or a
@@ -175,6 +176,8 @@ def run_app(
         app_args, **kwargs: the app's keyword arguments.
         job_id: the job id the ranks run under (their random streams derive from it), so a
             job of a scheduled run can be repeated alone with the same draws.
+        allowed_links: link ids the job's messages must stay on (a link-reserving
+            allocator's reservation); None: the topology's routing.
     """
     m = machine if isinstance(machine, Machine) else get_machine(machine)
     if isinstance(ranks, bool) or not isinstance(ranks, (int, np.integer)) or ranks < 1:
@@ -196,7 +199,7 @@ def run_app(
     net = Network(sim, topo, config, mem_bw=float(m.mem_bw_per_node), node_cls=MpiNode, node_args=(shared,))
     mgr = sim.add_entity(JobManager, net.node_offset, name="job_manager", rank=0)
     spec = LaunchSpec.build(job=job_id, app=app, args=args, rank_nodes=rank_nodes,
-                            report_to=sim.eid("job_manager"), options=options)
+                            report_to=sim.eid("job_manager"), options=options, allowed_links=allowed_links)
     if mgr is not None:
         mgr.launch_at(0.0, spec)
     st = sim.run()

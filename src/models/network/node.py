@@ -54,6 +54,54 @@ class NetworkNode(Entity):
     def on_sent(self, payload: Any, job: int) -> None:
         """The buffer of a message sent with ``notify=True`` is free again (override)."""
 
+    # -- restricted routing --------------------------------------------------------------------
+    def restrict_routes(self, job: int, allowed_links: Any) -> None:
+        """Route every message of ``job`` sent from this rank's nodes over ``allowed_links``
+        only (link ids or a bool mask), as a link-reserving allocator requires.
+
+        Counted per node: call :meth:`release_routes` once per call when the job's part on
+        this node ends. Only topologies with ``route_restricted`` (fat-trees) support it.
+        """
+        import numpy as np
+
+        st = self._st
+        entry = st.job_links.get(job)
+        if entry is None:
+            topo = st.topology
+            if not hasattr(topo, "route_restricted"):
+                raise TypeError(f"a {topo.name} cannot restrict routes to reserved links (job {job})")
+            a = np.asarray(allowed_links)
+            if a.dtype != bool:
+                mask = np.zeros(topo.n_links, dtype=bool)
+                mask[a.astype(np.int64)] = True
+                a = mask
+            entry = st.job_links[job] = [a, 0, {}]
+        entry[1] += 1
+
+    def release_routes(self, job: int) -> None:
+        """Undo one :meth:`restrict_routes` of ``job`` (the last one forgets its routes)."""
+        st = self._st
+        entry = st.job_links.get(job)
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] <= 0:
+                del st.job_links[job]
+
+    def _route_for(self, job: int, dst: int, key: int) -> tuple[int, ...]:
+        """The route of a message: restricted to the job's links when it has some."""
+        st = self._st
+        entry = st.job_links.get(job) if st.job_links else None
+        if entry is None:
+            return st.topology.route(self.node, dst, key)
+        cache = entry[2]
+        r = cache.get((self.node, dst))
+        if r is None:
+            r = st.topology.route_restricted(self.node, dst, entry[0], key)
+            if r is None:
+                raise RuntimeError(f"job {job}: no route from node {self.node} to node {dst} over its reserved links")
+            cache[(self.node, dst)] = r
+        return r
+
     # -- sending -----------------------------------------------------------------------------
     def net_send(self, dst: int, nbytes: int, payload: Any = None, job: int = -1, notify: bool = False) -> None:
         """Send ``nbytes`` to node ``dst``, starting now (plus the send overhead o_s)."""
@@ -68,7 +116,9 @@ class NetworkNode(Entity):
         if self._ideal:
             self._ideal_send(dst, msg)
             return
-        if self._adaptive:
+        if st.job_links and job in st.job_links:
+            route = self._route_for(job, dst, mid)
+        elif self._adaptive:
             now = self.sim.now
             free = st.free
             route = topo.route_adaptive(self.node, dst, mid, lambda l: max(0.0, free[l] - now))
@@ -153,10 +203,11 @@ class NetworkNode(Entity):
         st = self._st
         # Routes that depend on the message key (ECMP, Valiant) are not cached here: the
         # topology caches the routes themselves.
-        ck = None if self._keyed else (self.node, dst)
+        restricted = bool(st.job_links) and msg[3] in st.job_links
+        ck = None if (self._keyed or restricted) else (self.node, dst)
         path = st.ideal_paths.get(ck) if ck is not None else None
         if path is None:
-            route = st.topology.route(self.node, dst, msg[1])
+            route = self._route_for(msg[3], dst, msg[1])
             lat = st.lat
             bw = st.bw
             path = (route, sum(lat[l] for l in route), min(bw[l] for l in route))

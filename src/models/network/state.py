@@ -41,6 +41,9 @@ class NetState:
         self.messages = 0
         self.chunks = 0
         self.intra_messages = 0
+        # Jobs whose routing is restricted to their own links (link-reserving allocators):
+        # job -> [allowed link mask, number of local nodes using it, route cache].
+        self.job_links: dict[int, list] = {}
         # Ideal model: (src, dst) -> (route, sum of latencies, min bandwidth).
         self.ideal_paths: dict[tuple[int, int], tuple[tuple[int, ...], float, float]] = {}
 

@@ -118,6 +118,8 @@ class AppJobRunner:
         self._jobs: dict[int, tuple[Any, Job]] = {}
         self._kill_reason: dict[int, str] = {}
         self.records: dict[int, Any] = {}
+        # Jobs whose allocator reserved links for them: job id -> allowed link ids.
+        self.allowed_links: dict[int, np.ndarray] = {}
 
     def start(self, sched: Any, job: Job, nodes: np.ndarray) -> None:
         if job.app_name == TIMEKEEPER:
@@ -135,8 +137,13 @@ class AppJobRunner:
             # The job cannot run as configured: it fails at once, with the reason recorded.
             sched.after(0.0, sched.end_timer, (job, JobStatus.FAILED, {"reason": str(exc)}))
             return
+        allowed = None
+        reserved = getattr(sched.state, "allowed_links", None)
+        if reserved is not None:
+            # A link-reserving allocator: the job's traffic stays on its reserved links.
+            allowed = self.allowed_links[job.job_id] = np.flatnonzero(reserved(job.job_id))
         spec = LaunchSpec.build(job=job.job_id, app=job.app_name, args=args, rank_nodes=rank_nodes,
-                                report_to=self.manager.eid, options=self.options)
+                                report_to=self.manager.eid, options=self.options, allowed_links=allowed)
         self._jobs[job.job_id] = (sched, job)
         self.manager.launch_at(0.0, spec)
         if self.observer is not None:
@@ -225,6 +232,8 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     link statistics over a foreground job's lifetime). ``observer.attach(sim, net,
     manager)`` is called on every rank once the scheduler has been added (entities it adds
     come last, so no other entity's id changes; ``manager`` is None off rank 0);
+    ``observer.allowed_links`` is set to the dict of reserved links of app jobs (job id ->
+    link ids, filled as jobs start under a link-reserving allocator).
     ``observer.job_started(job, rank_nodes)`` and ``observer.job_ended(record)`` are called on
     rank 0 in the events where an app job is launched and where it ends.
     """
@@ -271,6 +280,8 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
                            backfill=bf, runner=runner, kill_overrun=sc.kill_overrun)
     if observer is not None:
         observer.attach(sim, net, mgr)
+        # Reserved links of app jobs (link-reserving allocators), filled as jobs start.
+        observer.allowed_links = runner.allowed_links
     try:
         st = sim.run()
     finally:
@@ -284,7 +295,7 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
         _ideal_runs(exp, machine, rpn, None, sim)
         return None
     assert sched is not None
-    ideal = _ideal_runs(exp, machine, rpn, sched.jobs, sim)
+    ideal = _ideal_runs(exp, machine, rpn, sched.jobs, sim, runner.allowed_links)
     from .results_builder import build_results
 
     return build_results(exp=exp, machine=machine, jobs=sched.jobs, trace_rejected=trace_rejected, alloc=alloc,
@@ -319,7 +330,8 @@ def _unfinished(sim: Simulator, sched: Any) -> str:
     return mine
 
 
-def _ideal_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | None, sim: Simulator) -> dict[int, float]:
+def _ideal_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | None, sim: Simulator,
+                allowed: dict[int, np.ndarray] | None = None) -> dict[int, float]:
     """Runtime of every completed app job alone on the ideal network, on the same nodes.
 
     Under mpirun the jobs are dealt out over the ranks (each run is a small sequential
@@ -327,9 +339,11 @@ def _ideal_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | None,
     """
     if not exp.scheduler.ideal_baseline:
         return {}
+    allowed = allowed or {}
     todo = None
     if jobs is not None:
-        todo = [(j.job_id, j.app_name, dict(j.app_args), j.job_size, [int(n) for n in j.assigned_nodes])
+        todo = [(j.job_id, j.app_name, dict(j.app_args), j.job_size, [int(n) for n in j.assigned_nodes],
+                 allowed.get(j.job_id))
                 for j in jobs if j.app_name != TIMEKEEPER and j.status == JobStatus.COMPLETED]
     if sim.comm is not None and sim.size > 1:
         todo = sim.comm.bcast(todo, root=0)
@@ -337,12 +351,12 @@ def _ideal_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | None,
 
     sc = exp.scheduler
     mine: dict[int, float] = {}
-    for i, (jid, app, args, size, nodes) in enumerate(todo or ()):
+    for i, (jid, app, args, size, nodes, links) in enumerate(todo or ()):
         if i % sim.size != sim.rank:
             continue
         r = run_app(machine, app, size, placement=nodes, network=_ideal_config(exp), ranks_per_node=rpn,
                     mapping=sc.mapping, seed=exp.seed, comm=None, eager_threshold=sc.eager_threshold,
-                    algorithms=dict(sc.algorithms), app_args=args, job_id=jid, hot_links=0)
+                    algorithms=dict(sc.algorithms), app_args=args, job_id=jid, hot_links=0, allowed_links=links)
         mine[jid] = r.runtime
     if sim.comm is not None and sim.size > 1:
         parts = sim.comm.gather(mine, root=0)

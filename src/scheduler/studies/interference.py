@@ -199,7 +199,8 @@ class _Context:
             self._fg_request = max(1.0, 10.0 * r.runtime)
         return self._fg_request
 
-    def run_alone(self, nodes: list[int], *, seed: int, job_id: int, ideal: bool, comm: Any) -> Any:
+    def run_alone(self, nodes: list[int], *, seed: int, job_id: int, ideal: bool, comm: Any,
+                  allowed_links: Any = None) -> Any:
         from apps.run import run_app
 
         s = self.study
@@ -207,7 +208,7 @@ class _Context:
         return run_app(self.machine, fg.app, fg.ranks, placement=nodes, network=self.ideal_net if ideal else s.network,
                        ranks_per_node=self.rpn, mapping=s.mapping, seed=seed, comm=comm, end_time=s.end_time,
                        eager_threshold=s.eager_threshold, algorithms=dict(s.algorithms), hot_links=0,
-                       app_args=dict(fg.args), job_id=job_id)
+                       app_args=dict(fg.args), job_id=job_id, allowed_links=allowed_links)
 
 
 # ---------------------------------------------------------------------- static runs
@@ -268,6 +269,9 @@ def _static_run(ctx: _Context, index: int, k: int, seed: int, comm: Any) -> RunO
     # Placement: an empty machine, jobs in a random order.
     alloc = make_allocator(s.allocator, n_nodes=m.n_nodes, topology=m.topology, seed=seed, **dict(s.allocator_options))
     state = alloc.new_state()
+    # A link-reserving allocator (jigsaw) confines each job's traffic to its reserved links.
+    reserved = getattr(state, "allowed_links", None)
+    allowed: dict[int, np.ndarray] = {}
     order = seeded_rng(seed, _STREAM_ORDER, k).permutation(len(jobs)) if len(jobs) > 1 else np.zeros(1, dtype=int)
     for j in (jobs[int(x)] for x in order):
         nodes = alloc.select(j, state)
@@ -278,10 +282,12 @@ def _static_run(ctx: _Context, index: int, k: int, seed: int, comm: Any) -> RunO
             return out
         alloc.commit(j, nodes, state)
         j.assigned_nodes = nodes
+        if reserved is not None:
+            allowed[j.job_id] = np.flatnonzero(reserved(j.job_id))
     fg_nodes = [int(x) for x in jobs[0].assigned_nodes]
     out.fg_nodes = fg_nodes
     _placement_figures(ctx, row, fg_nodes)
-    main = _simulate_static(ctx, jobs, seed, comm)
+    main = _simulate_static(ctx, jobs, seed, comm, allowed)
     row["events"] = main["events"]
     row["bg_launches"] = main["launches"]
     rec = main["fg"]
@@ -298,8 +304,9 @@ def _static_run(ctx: _Context, index: int, k: int, seed: int, comm: Any) -> RunO
     row["hop_bytes"] = main["fg_hop_bytes"]
     row["messages"] = main["fg_messages"]
     try:
-        alone = ctx.run_alone(fg_nodes, seed=seed, job_id=FG_JOB, ideal=False, comm=comm)
-        ideal = ctx.run_alone(fg_nodes, seed=seed, job_id=FG_JOB, ideal=True, comm=comm)
+        fg_links = allowed.get(FG_JOB)
+        alone = ctx.run_alone(fg_nodes, seed=seed, job_id=FG_JOB, ideal=False, comm=comm, allowed_links=fg_links)
+        ideal = ctx.run_alone(fg_nodes, seed=seed, job_id=FG_JOB, ideal=True, comm=comm, allowed_links=fg_links)
     except AppError as exc:
         row.update(status="failed", reason=f"baseline run: {str(exc).splitlines()[0]}")
         return out
@@ -311,9 +318,10 @@ class _StaticControl:
     """Launches the jobs of a static run, restarts background jobs that end while the
     foreground runs, and kills them and snapshots the links when it ends (rank 0)."""
 
-    def __init__(self, ctx: _Context, jobs: list[Job]):
+    def __init__(self, ctx: _Context, jobs: list[Job], allowed: dict[int, np.ndarray] | None = None):
         self.ctx = ctx
         self.jobs = jobs
+        self.allowed = allowed or {}
         self.mgr: Any = None
         self.probe_eids: list[int] = []
         self.specs: dict[int, Any] = {}
@@ -328,7 +336,8 @@ class _StaticControl:
 
         rank_nodes = map_ranks(job.job_size, [int(n) for n in job.assigned_nodes], self.ctx.rpn, self.ctx.study.mapping)
         return LaunchSpec.build(job=job_id, app=job.app_name, args=job.app_args, rank_nodes=rank_nodes,
-                                report_to=self.mgr.eid, options=self.ctx.options)
+                                report_to=self.mgr.eid, options=self.ctx.options,
+                                allowed_links=self.allowed.get(job.job_id))
 
     def launch_all(self) -> None:
         for i, j in enumerate(self.jobs):
@@ -361,7 +370,8 @@ class _StaticControl:
             self.mgr.launch_at(0.0, self.spec(self.jobs[i + 1], nid))
 
 
-def _simulate_static(ctx: _Context, jobs: list[Job], seed: int, comm: Any) -> dict[str, Any]:
+def _simulate_static(ctx: _Context, jobs: list[Job], seed: int, comm: Any,
+                     allowed: dict[int, np.ndarray] | None = None) -> dict[str, Any]:
     """The run with background: every job launched at time 0 on its nodes."""
     from apps.manager import JobManager
     from apps.node import MpiNode, MpiShared
@@ -373,7 +383,7 @@ def _simulate_static(ctx: _Context, jobs: list[Job], seed: int, comm: Any) -> di
     sim = Simulator(end_time=s.end_time, lookahead=network_lookahead(ctx.topo), seed=seed, comm=comm)
     net = Network(sim, ctx.topo, s.network, mem_bw=float(m.mem_bw_per_node), node_cls=MpiNode,
                   node_args=(MpiShared(NodeModel.from_machine(m)),))
-    ctl = _StaticControl(ctx, jobs)
+    ctl = _StaticControl(ctx, jobs, allowed)
     # The manager comes right after the network, as in apps.run.run_app: with no background
     # the run is event for event the foreground's run alone.
     mgr = sim.add_entity(JobManager, net.node_offset, ctl.on_end, name="job_manager", rank=0)
@@ -509,6 +519,7 @@ def _trace_run(ctx: _Context, index: int, seed: int, comm: Any) -> RunOutcome:
     info = None
     if res is not None:
         info = _trace_figures(res)
+        info["fg_links"] = getattr(obs, "allowed_links", {}).get(info["fg_id"])
     if comm is not None and comm.size > 1:
         info = comm.bcast(info, root=0)
     row.update(info["row"])
@@ -518,8 +529,10 @@ def _trace_run(ctx: _Context, index: int, seed: int, comm: Any) -> RunOutcome:
         return out
     _placement_figures(ctx, row, out.fg_nodes)
     try:
-        alone = ctx.run_alone(out.fg_nodes, seed=seed, job_id=info["fg_id"], ideal=False, comm=comm)
-        ideal = ctx.run_alone(out.fg_nodes, seed=seed, job_id=info["fg_id"], ideal=True, comm=comm)
+        alone = ctx.run_alone(out.fg_nodes, seed=seed, job_id=info["fg_id"], ideal=False, comm=comm,
+                              allowed_links=info["fg_links"])
+        ideal = ctx.run_alone(out.fg_nodes, seed=seed, job_id=info["fg_id"], ideal=True, comm=comm,
+                              allowed_links=info["fg_links"])
     except AppError as exc:
         row.update(status="failed", reason=f"baseline run: {str(exc).splitlines()[0]}")
         return out
