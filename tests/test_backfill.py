@@ -11,6 +11,7 @@ the fast count arithmetic on a count-only allocator.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -342,6 +343,78 @@ def test_matches_a_plain_reference_implementation(order, backfill, seed):
     key = {"fcfs": lambda j: 0, "sjf": lambda j: j.nodes * j.request_time, "ljf": lambda j: -j.nodes * j.request_time}[order]
     res = simulate(jobs, n_nodes=32, ordering=order, backfill=backfill)
     assert starts(res) == reference_schedule(jobs, 32, backfill, key)
+
+
+def reference_conservative(jobs: list[Job], n_nodes: int, order_key) -> dict[int, float]:
+    """A deliberately plain conservative backfilling on node counts (no kernel, no profile
+    kept between events): every queued job holds a reservation, the earliest slot that
+    delays no other; after an early end each reservation, in priority order, is re-made at
+    its earliest slot; jobs start when their reservation comes."""
+    pending = sorted(jobs, key=lambda j: (j.submit_time, j.job_id))
+    queue: list[Job] = []
+    running: list[tuple[float, float, Job]] = []  # (actual end, expected end, job)
+    res: dict[int, float] = {}
+    start: dict[int, float] = {}
+    times = sorted({j.submit_time for j in jobs})
+    i = 0
+
+    def slot_end(s, r):
+        return s + r if r > 0 else math.nextafter(s, math.inf)
+
+    def earliest(t, job):
+        # Free-node changes after t: running jobs' expected ends, the other reservations.
+        deltas = [(e, j.nodes) for _, e, j in running]
+        for q in queue:
+            if q is not job and q.job_id in res:
+                deltas += [(res[q.job_id], -q.nodes), (slot_end(res[q.job_id], q.request_time), q.nodes)]
+        base = n_nodes - sum(j.nodes for _, _, j in running)
+
+        def free(u):
+            return base + sum(d for v, d in deltas if v <= u)
+
+        for c in sorted({t} | {v for v, d in deltas if d > 0 and v > t}):
+            e = slot_end(c, job.request_time)
+            if all(free(u) >= job.nodes for u in [c] + [v for v, _ in deltas if c < v < e]):
+                return c
+        raise AssertionError("no slot")
+
+    while times:
+        t = times.pop(0)
+        ended = [r for r in running if r[0] == t]
+        early = any(r[0] < r[1] or r[2].start_time == t for r in ended)
+        for r in ended:
+            running.remove(r)
+        while i < len(pending) and pending[i].submit_time == t:
+            queue.append(pending[i])
+            i += 1
+        queue.sort(key=lambda j: (order_key(j), j.submit_time, j.job_id))
+        if early:
+            for q in queue:
+                if q.job_id in res and res[q.job_id] > t:
+                    res[q.job_id] = earliest(t, q)
+        for q in queue:
+            if q.job_id not in res:
+                res[q.job_id] = earliest(t, q)
+        for q in [q for q in queue if res[q.job_id] <= t]:
+            queue.remove(q)
+            del res[q.job_id]
+            q.start_time = start[q.job_id] = t
+            running.append((t + min(q.run_time, q.request_time), t + q.request_time, q))
+        wakeups = {r[0] for r in running} | set(res.values())
+        times = sorted(set(times) | {u for u in wakeups if u > t})
+        if any(r[0] == t for r in running):  # a zero-length job ends at this instant
+            times.insert(0, t)
+    return start
+
+
+@pytest.mark.parametrize("exact", [True, False])
+@pytest.mark.parametrize("order", ["fcfs", "sjf", "ljf"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_conservative_matches_a_plain_reference_implementation(order, exact, seed):
+    jobs = synthetic(n=120, seed=seed, exact=exact, max_size=16, gap=100.0)
+    key = {"fcfs": lambda j: 0, "sjf": lambda j: j.nodes * j.request_time, "ljf": lambda j: -j.nodes * j.request_time}[order]
+    res = simulate(jobs, n_nodes=16, ordering=order, backfill="conservative")
+    assert starts(res) == reference_conservative([j.fresh() for j in jobs], 16, key)
 
 
 # -- pieces ------------------------------------------------------------------------------

@@ -142,3 +142,19 @@ def test_constrained_allocator_keeps_guarantees_on_a_workload(contiguous, backfi
         for j in res.jobs:
             h = history[j.job_id]
             assert all(b <= a for a, b in zip(h, h[1:])) and j.start_time == h[-1]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_easy_guarantee_holds_through_a_constrained_allocator(contiguous, seed):
+    # Exact estimates: every head starts exactly at the shadow time the allocator-driven
+    # path computed when it became head, and later passes never move it.
+    jobs = SyntheticWorkload(
+        n_jobs=200, inter_arrival=Exponential(mean=80.0), size=PowerOfTwo(low=1, high=16),
+        run_time=LogNormal(median=400.0, sigma=1.2),
+    ).generate(seed)
+    res = simulate(jobs, n_nodes=16, allocator=contiguous, backfill="easy", record_reservations=True)
+    heads = {j.job_id: j for j in res.jobs if j.reservation_time is not None}
+    assert len(heads) > 30
+    assert all(j.start_time == j.reservation_time for j in heads.values())
+    assert all(t == heads[jid].reservation_time for _, jid, t in res.reservation_log)
+    assert all((np.diff(j.assigned_nodes) == 1).all() for j in res.jobs)

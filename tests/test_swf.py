@@ -26,7 +26,10 @@ HEADER = """\
 ; Queue:  1 short
 ; Queue:  2 long   
 ; Partition: 1 batch
+; Information: http://example.org/machine
+;              http://example.org/workloads/
 ; Note: a free comment
+; Note: a second note
 ;
 """
 #        job sub  wait run  alloc cpu  mem  reqp reqt  reqm st user grp exe q  part prec think
@@ -59,7 +62,11 @@ def test_header_values_numbers_queues_and_comments(tmp_path):
     assert h.numbers["UnixStartTime"] == 835823160
     assert h.queues == {1: "short", 2: "long"} and h.partitions == {1: "batch"}
     assert h.values["Computer"] == "test machine"
-    assert h.values["Note"] == "a free comment"
+    assert h.values["Note"] == "a second note"
+    # A continuation line holding a URL is a comment (not a key "http"), and an earlier value
+    # of a repeated key is kept among the comments.
+    assert h.values["Information"] == "http://example.org/machine" and "http" not in h.values
+    assert h.comments == ["http://example.org/workloads/", "Note: a free comment"]
     assert tr.n_nodes == 64
 
 
@@ -146,7 +153,7 @@ def test_malformed_line_names_file_line_and_reason(tmp_path):
 
 def test_wrong_field_count_and_non_finite_values(tmp_path):
     p = write(tmp_path, HEADER + LINES + "8 70 -1 10 2 -1 -1 2 10 -1 1\n")
-    with pytest.raises(SwfError, match=r":19: expected 18 whitespace-separated SWF fields, found 11"):
+    with pytest.raises(SwfError, match=r":22: expected 18 whitespace-separated SWF fields, found 11"):
         read_swf(p)
     p = write(tmp_path, HEADER + "1 0 -1 nan 2 -1 -1 2 10 -1 1 1 1 -1 -1 -1 -1 -1\n")
     with pytest.raises(SwfError, match="field 4 .* not a finite number"):
@@ -191,6 +198,12 @@ def test_bad_arguments(tmp_path):
 def test_limit_keeps_the_first_lines(tmp_path):
     tr = read_swf(write(tmp_path, HEADER + LINES), limit=3)
     assert tr.report.lines == 3 and [j.job_id for j in tr.jobs] == [1, 3]
+    # The counts concern the lines read: a malformed line past the limit is not read.
+    p = write(tmp_path, HEADER + LINES + "8 70 -1 10 2 -1 -1 2 10 -1 1\n")
+    tr = read_swf(p, limit=3, skip_malformed=True)
+    assert tr.report.lines == 3 and tr.report.malformed == 0 and tr.records.shape == (3, 18)
+    assert read_swf(p, limit=7).report.lines == 7
+    assert read_swf(p, limit=8, skip_malformed=True).report.as_dict()["malformed"] == 1
 
 
 def test_write_then_read_round_trip(tmp_path):
@@ -225,6 +238,8 @@ def test_ctc_sp2_trace_quirks():
     assert rep.overrun == 7174
     assert rep.zero_runtime == 17
     assert tr.header.queues[1] == "DSI"
+    assert tr.header.values["Information"] == "http://www.tc.cornell.edu/" and "http" not in tr.header.values
+    assert "Note: uses the EASY scheduler" in tr.header.comments
 
 
 def test_lublin_trace_quirks():

@@ -71,7 +71,9 @@ _N = len(SWF_FIELDS)
 (_JOB, _SUBMIT, _WAIT, _RUN, _ALLOC, _CPU, _MEM, _REQP, _REQT, _REQM, _STATUS, _USER, _GROUP,
  _EXE, _QUEUE, _PART, _PREC, _THINK) = range(_N)
 
-_HEADER_RE = re.compile(r"^;\s*([A-Za-z][A-Za-z0-9_ ]*?)\s*:\s*(.*?)\s*$")
+# A "Key: value" line; a colon that starts "://" is part of a URL (a continuation line such as
+# ";     http://..." is a comment, not a key "http").
+_HEADER_RE = re.compile(r"^;\s*([A-Za-z][A-Za-z0-9_ ]*?)\s*:(?!//)\s*(.*?)\s*$")
 _INT_RE = re.compile(r"^([-+]?\d+)")
 _NUMERIC_KEYS = ("MaxJobs", "MaxRecords", "MaxNodes", "MaxProcs", "MaxRuntime", "MaxMemory",
                  "AllowOveruse", "MaxQueues", "MaxPartitions", "UnixStartTime", "TimeZone")
@@ -82,10 +84,11 @@ class SwfHeader:
     """The header of an SWF file.
 
     ``values`` maps each ``; Key: value`` line to its value text (the last one when a key
-    repeats; ``Queue`` and ``Partition`` lines go to ``queues``/``partitions``, number ->
-    name); numeric keys such as ``MaxNodes`` are also parsed into ``numbers`` from their
-    leading integer, so trailing comments (``338 (batch partition; 512 total)``) are fine.
-    ``comments`` holds the other ``;`` lines.
+    repeats; the earlier lines go to ``comments`` as ``"Key: value"``; ``Queue`` and
+    ``Partition`` lines go to ``queues``/``partitions``, number -> name); numeric keys such
+    as ``MaxNodes`` are also parsed into ``numbers`` from their leading integer, so trailing
+    comments (``338 (batch partition; 512 total)``) are fine. ``comments`` holds the other
+    ``;`` lines (free text, continuation lines such as an indented second URL).
     """
 
     values: dict[str, str] = field(default_factory=dict)
@@ -126,6 +129,9 @@ def parse_header_line(line: str, header: SwfHeader) -> None:
             target = header.queues if key == "Queue" else header.partitions
             target[int(_INT_RE.match(parts[0]).group(1))] = parts[1].strip() if len(parts) > 1 else parts[0]
             return
+    old = header.values.get(key)
+    if old is not None:
+        header.comments.append(f"{key}: {old}")
     header.values[key] = value
     if key in _NUMERIC_KEYS:
         n = _INT_RE.match(value)
@@ -253,7 +259,9 @@ def read_swf(
         n_nodes: the machine size in nodes; default from the header (see module docstring).
         cores_per_node: processes per node; a job needs ``ceil(procs / cores_per_node)`` nodes.
         skip_malformed: skip and count malformed job lines instead of raising.
-        limit: keep only the first ``limit`` job lines (after reading; for quick studies).
+        limit: read only the first ``limit`` job lines (well-formed or not; for quick
+            studies): the filter counts, ``records`` and any malformed-line error concern
+            those lines only.
 
     Raises:
         SwfError: a malformed line (file, line number, reason) or a file that is not SWF.
@@ -281,6 +289,8 @@ def read_swf(
         data.append((lineno, s))
     if not data and not header.values and not header.comments:
         raise SwfError(spath, 0, "the file is empty: an SWF trace has ';' header lines and 18-field job lines")
+    if limit is not None:
+        data = data[:limit]
     malformed = 0
     records = None
     if data:
@@ -295,8 +305,6 @@ def read_swf(
             records, malformed = _parse_rows_slow(spath, data, skip_malformed)
     else:
         records = np.zeros((0, _N), dtype=np.float64)
-    if limit is not None:
-        records = records[:limit]
 
     if n_nodes is None:
         n_nodes = header.machine_nodes(cores_per_node)
