@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from models.network import Network, NetworkConfig, NetworkConfigError
+from models.network import Network, NetworkConfig, NetworkConfigError, network_lookahead
 from models.presets import get_machine
-from models.topology import FatTree, Torus
+from models.topology import KIND_GLOBAL, Dragonfly, FatTree, Torus
 from pdes import ConfigError, Simulator
-from tests_support import run_traffic
+from tests_support import Probe, run_traffic
 
 
 def ideal_time(topo, src, dst, nbytes, o_s, o_r):
@@ -168,6 +168,121 @@ def test_hot_links_and_max_queue():
     hot = st.hot_links(topo, k=3, network_only=False)
     assert hot[0]["link"] == topo.route(4, 0)[-1] and hot[0]["bytes"] == 4 * 65536
     assert st.max_queue_delay > 0
+
+
+def test_max_queue_delay_counts_only_waiting_for_a_busy_port():
+    # Gemini-like: the router links are faster than injection, so every chunk waits at the
+    # first router for its tail. That is serialization, not queueing: an idle path of whole
+    # chunks records none.
+    gem = Torus(dims=(4, 4), nodes_per_router=2, link_bw="4.68GB/s", link_mult=(2, 2), inject_bw="6GB/s")
+    _, net, _, _ = run_traffic(gem, {0: [(gem.n_nodes - 1, 25 * 4096, 1)]}, chunk=4096)
+    assert net.stats().max_queue_delay == pytest.approx(0.0, abs=1e-15)
+    # Two one-chunk messages meet at one router port: the second waits exactly S/B there.
+    topo = Torus.mesh(dims=(2,), nodes_per_router=2, link_bw="1GB/s", inject_bw="1GB/s", link_lat="100ns", inject_lat="100ns")
+    S = 4096
+    _, net, _, _ = run_traffic(topo, {0: [(2, S, 1)], 1: [(2, S, 2)]}, chunk=S)
+    st = net.stats()
+    r01 = topo.route(0, 2)[1]
+    assert st.link_max_queue[r01] == pytest.approx(S / 1e9, rel=1e-9)
+    assert st.max_queue_delay == pytest.approx(S / 1e9, rel=1e-9)
+    # Two messages from one node: the second one's chunk waits S/B in the NIC.
+    _, net, _, _ = run_traffic(topo, {0: [(2, S, 1), (3, S, 1)]}, chunk=S)
+    st = net.stats()
+    assert st.link_max_queue[0] == pytest.approx(S / 1e9, rel=1e-9)
+    assert st.link_max_queue[r01] == pytest.approx(0.0, abs=1e-15)
+    _, net, _, _ = run_traffic(topo, {0: [(2, S, 1)], 1: [(2, S, 2)]}, model="ideal")
+    assert net.stats().max_queue_delay == 0.0
+
+
+def test_nic_interleaves_concurrent_messages_round_robin():
+    # One node sends k messages at once to nodes in other pods: they share its injection link
+    # chunk by chunk, so each gets B/k; the last completes at sum(L) + k*S/B and the
+    # completions (and buffer releases) are one chunk time apart.
+    topo = get_machine("tiny-fattree3").topology
+    k, S, C = 4, 16 * 1024, 4096
+    dsts = [4, 8, 12, 5]
+    assert len({len(topo.route(0, d)) for d in dsts}) == 1
+    _, net, log, sent = run_traffic(topo, {0: [(d, S, 1) for d in dsts]}, chunk=C)
+    B = float(topo.link_bw[0])
+    route = topo.route(0, dsts[0])
+    assert all(topo.link_bw[l] == B for l in route)
+    times = [t for t, *_ in log]
+    assert times[-1] == pytest.approx(sum(topo.link_lat[l] for l in route) + k * S / B, rel=1e-9)
+    assert [b - a for a, b in zip(times, times[1:])] == pytest.approx([C / B] * (k - 1), rel=1e-6)
+    # Delivered in the order the messages were sent (the round-robin order).
+    assert [d for _, _, d, *_ in log] == dsts
+    rel = [t for t, *_ in sent]
+    assert rel[-1] == pytest.approx(k * S / B, rel=1e-9)
+    assert [b - a for a, b in zip(rel, rel[1:])] == pytest.approx([C / B] * (k - 1), rel=1e-6)
+    # Round-robin: every chunk after the first round waited for k-1 other chunks.
+    assert net.stats().link_max_queue[0] == pytest.approx((k - 1) * C / B, rel=1e-9)
+
+
+def _late_second_sender(topo, first, second, t1, S, C):
+    """``first`` = (src, dst) sends S bytes at t=0, ``second`` at t1 (while the first is
+    still injecting); returns the network and the deliveries."""
+    sim = Simulator(lookahead=network_lookahead(topo))
+    log, sent = [], []
+    net = Network(sim, topo, NetworkConfig(chunk_size=C, send_overhead=0, recv_overhead=0), node_cls=Probe, node_args=(log, sent))
+    for (s, d), job, t in ((first, 1, 0.0), (second, 2, t1)):
+        n = sim.entity("node", s)
+        n.send(n.eid, "go", [(d, S, job)], t)
+    sim.run()
+    return net, sorted(log)
+
+
+@pytest.mark.parametrize("routing", ["dmodk", "adaptive"])
+def test_adaptive_fat_tree_routing_avoids_the_busy_uplink_in_the_transport(routing):
+    # Nodes 0 and 1 share leaf 0; D-mod-k sends both 0 -> 2 and 1 -> 4 up the same port.
+    # The second message starts mid-transfer; adaptive routing sees that port busy and
+    # takes the idle one, so it runs at full speed. D-mod-k shares the port.
+    topo = FatTree.from_radix(radix=4, levels=2, routing=routing, link_bw="1GB/s", link_lat="100ns")
+    S, C = 256 * 1024, 4096
+    t1 = 10.5 * C / 1e9
+    net, log = _late_second_sender(topo, (0, 2), (1, 4), t1, S, C)
+    done = {job: t for t, _, _, _, _, job in log}
+    idle = sum(topo.link_lat[l] for l in topo.route(1, 4)) + S / 1e9
+    ups = topo.uplinks(0)
+    st = net.stats()
+    if routing == "adaptive":
+        assert done[2] == pytest.approx(t1 + idle, rel=1e-9)
+        assert st.link_bytes[ups].tolist() == [S, S]
+    else:
+        assert done[2] > t1 + idle + 0.5 * S / 1e9
+        assert st.link_bytes[ups].tolist() == [2 * S, 0]
+
+
+def test_ugal_detours_when_the_minimal_first_port_is_busy_in_the_transport():
+    topo = Dragonfly(a=4, p=2, h=2, routing="ugal")
+    s0, s1, d0, d1 = 0, 1, 70, 71  # same source router, same destination router
+    assert topo.route(s0, d0)[1] == topo.route(s1, d1)[1]
+    S, C = 256 * 1024, 4096
+    net, log = _late_second_sender(topo, (s0, d0), (s1, d1), 10.5 * C / float(topo.link_bw[0]), S, C)
+    st = net.stats()
+    assert len(log) == 2
+    assert st.job_hop_bytes[1] == S * topo.hops(s0, d0)  # the first found the ports idle
+    # The second took the Valiant path of its message id (0, node 1's first message).
+    vr = topo.replace(routing="valiant").route(s1, d1, 0)
+    assert len(vr) > len(topo.route(s1, d1))
+    assert st.job_hop_bytes[2] == S * (len(vr) - 2)
+    assert (st.link_bytes[list(vr)] >= S).all()
+    gl = [l for l in range(topo.n_links) if st.link_bytes[l] and topo.link_kind[l] == KIND_GLOBAL]
+    assert len(gl) == 1 + 2
+
+
+@pytest.mark.parametrize("machine, routing", [("tiny-fattree3", "ecmp"), ("tiny-dragonfly", "valiant")])
+def test_ideal_model_takes_the_packet_models_route_for_keyed_routings(machine, routing):
+    topo = get_machine(machine).topology.replace(routing=routing)
+    n = topo.n_nodes
+    msgs = {s: [((s * 5 + k) % n, 1000 * k, 0) for k in range(1, 4)] for s in range(0, n, 3)}
+    _, net_i, _, _ = run_traffic(topo, msgs, model="ideal")
+    _, net_p, _, _ = run_traffic(topo, msgs, model="packet")
+    bi, bp = net_i.stats().link_bytes, net_p.stats().link_bytes
+    assert (bi == bp).all()
+    # The routes differ from the unkeyed ones, so the keys really were used.
+    base = topo.replace(routing=topo.ROUTINGS[0])
+    _, net_b, _, _ = run_traffic(base, msgs, model="ideal")
+    assert not (net_b.stats().link_bytes == bi).all()
 
 
 def test_bad_configuration_is_named():

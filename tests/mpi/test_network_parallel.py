@@ -7,15 +7,49 @@ import pytest
 
 pytestmark = pytest.mark.mpi
 
+CFG = dict(chunk=1024, o_s=2e-7, o_r=3e-7)
+
 
 def _traffic(n):
     # Every node sends three messages of different sizes to scattered destinations.
     return {s: [((s * 7 + k) % n, 1500 * k + 64, s % 4) for k in range(1, 4)] for s in range(n)}
 
 
-@pytest.mark.parametrize("machine", ["tiny-fattree3", "tiny-torus", "tiny-dragonfly"])
+def _run_staggered(topo, msgs, model, comm):
+    """Like run_traffic, but node s starts sending at (s % 4) microseconds, so that later
+    senders find ports busy (adaptive routings then leave their zero-load choice)."""
+    from tests_support import Probe
+
+    from models.network import Network, NetworkConfig, network_lookahead
+    from pdes import Simulator
+
+    sim = Simulator(lookahead=network_lookahead(topo), comm=comm)
+    log, sent = [], []
+    cfg = NetworkConfig(model=model, chunk_size=CFG["chunk"], send_overhead=CFG["o_s"], recv_overhead=CFG["o_r"])
+    net = Network(sim, topo, cfg, node_cls=Probe, node_args=(log, sent))
+    for src, m in msgs.items():
+        if sim.is_local(net.node_eid(src)):
+            n = sim.entity("node", src)
+            n.send(n.eid, "go", m, (src % 4) * 1e-6)
+    sim.run()
+    return sim, net, sorted(log)
+
+
+@pytest.mark.parametrize(
+    "machine, routing",
+    [
+        ("tiny-fattree3", None),
+        ("tiny-torus", None),
+        ("tiny-dragonfly", None),
+        # Keyed and adaptive routings: adaptive ones read the source router's port state.
+        ("tiny-fattree3", "ecmp"),
+        ("tiny-fattree3", "adaptive"),
+        ("tiny-dragonfly", "valiant"),
+        ("tiny-dragonfly", "ugal"),
+    ],
+)
 @pytest.mark.parametrize("model", ["packet", "ideal"])
-def test_deliveries_and_link_stats_identical_to_sequential(machine, model):
+def test_deliveries_and_link_stats_identical_to_sequential(machine, routing, model):
     from mpi4py import MPI
 
     from models.presets import get_machine
@@ -23,13 +57,15 @@ def test_deliveries_and_link_stats_identical_to_sequential(machine, model):
 
     comm = MPI.COMM_WORLD
     topo = get_machine(machine).topology
+    if routing is not None:
+        topo = topo.replace(routing=routing)
     msgs = _traffic(topo.n_nodes)
-    sim, net, log, sent = run_traffic(topo, msgs, model=model, chunk=1024, o_s=2e-7, o_r=3e-7, comm=comm)
+    sim, net, log, sent = run_traffic(topo, msgs, model=model, comm=comm, **CFG)
     st = net.stats()
     logs = comm.gather(log, root=0)
     if comm.rank == 0:
         par = sorted(x for part in logs for x in part)
-        _, net1, log1, _ = run_traffic(topo, msgs, model=model, chunk=1024, o_s=2e-7, o_r=3e-7, comm=None)
+        _, net1, log1, _ = run_traffic(topo, msgs, model=model, comm=None, **CFG)
         st1 = net1.stats()
         assert par == log1
         assert np.array_equal(st.link_bytes, st1.link_bytes)
@@ -39,3 +75,29 @@ def test_deliveries_and_link_stats_identical_to_sequential(machine, model):
         assert st.chunks == st1.chunks
         if comm.size > 1:
             assert sim.stats.remote_events > 0
+
+
+@pytest.mark.parametrize("machine, routing", [("tiny-fattree3", "adaptive"), ("tiny-dragonfly", "ugal")])
+def test_adaptive_routing_under_load_is_identical_to_sequential(machine, routing):
+    from mpi4py import MPI
+
+    from models.presets import get_machine
+
+    comm = MPI.COMM_WORLD
+    topo = get_machine(machine).topology.replace(routing=routing)
+    msgs = {s: [((s * 7 + k) % topo.n_nodes, 20_000 * k, s % 4) for k in range(1, 4)] for s in range(topo.n_nodes)}
+    _, net, log = _run_staggered(topo, msgs, "packet", comm)
+    st = net.stats()
+    logs = comm.gather(log, root=0)
+    if comm.rank == 0:
+        par = sorted(x for part in logs for x in part)
+        _, net1, log1 = _run_staggered(topo, msgs, "packet", None)
+        st1 = net1.stats()
+        assert par == log1
+        assert np.array_equal(st.link_bytes, st1.link_bytes)
+        assert np.array_equal(st.link_busy, st1.link_busy)
+        assert np.array_equal(st.link_max_queue, st1.link_max_queue)
+        assert st.job_hop_bytes == st1.job_hop_bytes
+        # The load made some messages leave the zero-load route.
+        _, net0, _ = _run_staggered(topo.replace(routing=topo.ROUTINGS[0]), msgs, "packet", None)
+        assert not np.array_equal(net0.stats().link_bytes, st1.link_bytes)

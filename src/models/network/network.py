@@ -36,10 +36,13 @@ ROUTER_TYPE = "router"
 
 
 def network_lookahead(topology: Topology) -> float:
-    """The largest valid lookahead for a network: the minimum router-to-router latency.
+    """The lookahead for a network: the minimum router-to-router latency.
 
-    (Injection and ejection links stay inside a locality group.) A topology with a single
-    router falls back to the minimum latency of any link.
+    Injection and ejection links stay inside a locality group, so only router-to-router
+    links cross ranks and this bounds every crossing link's latency for any partition. It
+    does not depend on the number of ranks (the layers above use ``sim.lookahead`` as a
+    model delay, so a partition-dependent value would change results with P). A topology
+    with a single router falls back to the minimum latency of any link.
     """
     kind = topology.link_kind
     inter = (kind != KIND_INJECT) & (kind != KIND_EJECT)

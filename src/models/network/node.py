@@ -14,7 +14,9 @@ node's memory channel (bandwidth ``intra_node_bw``, FIFO, so concurrent copies s
 
 Packet model: the NIC cuts a message into chunks of at most C bytes and injects the chunks of
 concurrent messages round-robin, one chunk whenever the injection port is free. Every chunk
-then travels hop by hop through :class:`~models.network.router.Router` entities.
+then travels hop by hop through :class:`~models.network.router.Router` entities. The time a
+chunk waits in the NIC beyond the end of its message's previous chunk (or beyond the
+message's arrival, for the first chunk) is the injection port's queueing delay.
 """
 
 from __future__ import annotations
@@ -131,33 +133,45 @@ class NetworkNode(Entity):
         js[0] += nbytes
         js[1] += nbytes * (len(route) - 2)
         js[2] += 1
-        entry = [msg, route, nbytes]
+        entry = [msg, route, nbytes, 0.0]
         if st.o_s > 0.0:
             self.after(st.o_s, self._enqueue, entry)
         else:
             self._enqueue(entry)
 
     def _enqueue(self, entry: list) -> None:
+        now = self.sim.now
+        entry[3] = now  # ready to inject from now on
         self._txq.append(entry)
         if not self._pumping:
             self._pumping = True
             free = self._st.free[entry[1][0]]
-            now = self.sim.now
             if free > now:
                 self.after(free - now, self._pump, None)
             else:
                 self._pump(None)
 
-    def _pump(self, _: Any) -> None:
-        """Inject one chunk of the message at the head of the round-robin queue."""
+    def _pump(self, prev: Any) -> None:
+        """Inject one chunk of the message at the head of the round-robin queue.
+
+        ``prev`` is the message served by the previous chunk if it has bytes left: it goes
+        to the back of the queue only now, when its chunk has left, so that messages which
+        arrived meanwhile (or at the same instant) take their turn first.
+        """
         q = self._txq
+        if prev is not None:
+            q.append(prev)
         entry = q.popleft()
-        msg, route, rem = entry
+        msg, route, rem, ready = entry
         st = self._st
         c = st.chunk
         nb = c if rem > c else rem
         l = route[0]
         now = self.sim.now
+        # NIC queueing: the chunk could have gone at `ready` (its message's previous chunk
+        # done, or the message enqueued) but waited for the port or other messages' chunks.
+        if now - ready > st.maxq[l]:
+            st.maxq[l] = now - ready
         ser = nb / st.bw[l]
         end = now + ser
         st.free[l] = end
@@ -169,8 +183,10 @@ class NetworkNode(Entity):
         rem -= nb
         if rem > 0:
             entry[2] = rem
-            q.append(entry)
-        elif msg[5]:
+            entry[3] = end
+            self.after(ser, self._pump, entry)
+            return
+        if msg[5]:
             self.after(ser, self._sent, msg)
         if q:
             self.after(ser, self._pump, None)

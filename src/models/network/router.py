@@ -7,6 +7,10 @@ finishes before its tail has arrived from a slower previous hop), occupies the p
 and its head reaches the next vertex L later. Buffers are unbounded: there is no credit
 back-pressure, so congestion shows as queueing delay at the congested port rather than as
 stalls that spread upstream.
+
+The queueing delay recorded per port (``NetworkStats.link_max_queue``) is the time a chunk
+waits for the port to become free, ``next_free - max(t, tail - c/B)`` when positive; waiting
+for the tail from a slower previous hop is serialization, not queueing.
 """
 
 from __future__ import annotations
@@ -34,19 +38,21 @@ class Router(Entity):
         now = self.sim.now
         ser = nb / st.bw[l]
         free = st.free
-        start = free[l]
+        # Ready: the head is here and the chunk would not outrun its tail.
+        start = tail - ser
         if start < now:
             start = now
-        t2 = tail - ser
-        if t2 > start:
-            start = t2
+        f = free[l]
+        if f > start:
+            # Queueing delay: only the wait for a busy port.
+            q = f - start
+            if q > st.maxq[l]:
+                st.maxq[l] = q
+            start = f
         end = start + ser
         free[l] = end
         st.bytes[l] += nb
         st.busy[l] += ser
-        q = start - now
-        if q > st.maxq[l]:
-            st.maxq[l] = q
         lat = st.lat[l]
         # (start - now) + lat, not start + lat - now: the delay must never round below L.
         self.send(st.dst_eid[l], "chunk", (route, hop + 1, nb, end + lat, msg), (start - now) + lat)
