@@ -115,7 +115,7 @@ def check_t123_rules(alloc, state) -> None:
                 assert all(kinds[j] == 1 for j in leaf_jobs[l] if j != jid)
 
 
-@pytest.mark.parametrize("topo", FT)
+@pytest.mark.parametrize("topo", FT + ["ft3-par"])
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(seq=sizes)
 def test_t123_rules_and_isolation_over_every_ecmp_route(topo, seq):
