@@ -25,3 +25,24 @@ def test_every_example_of_the_apps_guide_runs(capsys):
         exec(compile(code, f"{DOC.name}[block {i}]", "exec"), ns)
     out = capsys.readouterr().out
     assert "deadlock in job 0 (app 'doc-deadlock'): 3 of 3 ranks blocked forever" in out
+
+
+def test_the_skeleton_table_documents_every_builtin_app_and_its_parameters():
+    import ast
+
+    from apps import app_names, get_app
+    from apps.registry import REQUIRED
+
+    section = DOC.read_text().split("## Built-in skeletons", 1)[1]
+    documented = {}
+    for names, params in re.findall(r"^\| (`[^|]+`) \| `([^`]*)` \|", section, flags=re.M):
+        parsed = []
+        for part in (p.strip() for p in params.split(",")):
+            name, eq, default = part.partition("=")
+            parsed.append((name, ast.literal_eval(default) if eq else REQUIRED))
+        for n in re.findall(r"`([^`]+)`", names):
+            documented[n] = parsed
+    builtin = [n for n in app_names() if get_app(n).fn.__module__.startswith("apps.skeletons")]
+    assert sorted(documented) == sorted(builtin)
+    for n in builtin:
+        assert documented[n] == list(get_app(n).params), n

@@ -142,3 +142,20 @@ def _bad_compute(mpi):
 def test_misused_mpi_calls_fail_the_job():
     with pytest.raises(AppError, match=r"MpiError: compute\(seconds=-1\): the duration must be a finite number >= 0"):
         run("t-bad-compute")
+
+
+@app("t-bad-size")
+def _bad_size(mpi, *, call, nbytes):
+    if call == "send":
+        mpi.send(1 - mpi.rank, nbytes)
+    elif call == "isend":
+        mpi.isend(1 - mpi.rank, nbytes)
+    else:
+        getattr(mpi, call)(nbytes)
+
+
+@pytest.mark.parametrize("call", ["send", "isend", "allreduce", "bcast"])
+@pytest.mark.parametrize("nbytes", [float("inf"), float("nan"), -1, "1KiB"])
+def test_sizes_that_are_not_finite_byte_counts_fail_the_job(call, nbytes):
+    with pytest.raises(AppError, match=rf"MpiError: {call}: the size must be"):
+        run("t-bad-size", ranks=2, call=call, nbytes=nbytes)

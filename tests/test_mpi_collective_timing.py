@@ -121,6 +121,8 @@ FORMULAS = [
     ("alltoall", "pairwise", 12, 1000, lambda p, n: (p - 1) * T(n)),
     # alltoallv here sends n or 2n bytes per pair: scattered waits for the largest message
     ("alltoallv", "scattered", 16, 1000, lambda p, n: max(T(2 * n), SELF_COPY(2 * n))),
+    # pairwise (p a power of two): step i pairs rank r with r XOR i, both sending n (1 + i mod 2)
+    ("alltoallv", "pairwise", 16, 1000, lambda p, n: sum(T(n * (1 + i % 2)) for i in range(1, p))),
     # reduce_scatter: recursive halving exchanges p/2 n, p/4 n, ..., n; pairwise p - 1 of n
     ("reduce_scatter", "recursive_halving", 16, 1000, lambda p, n: sum(T(2**j * n) for j in range(lg(p)))),
     ("reduce_scatter", "pairwise", 16, 1000, lambda p, n: (p - 1) * T(n)),
@@ -143,7 +145,8 @@ def test_collective_time_on_the_ideal_network_equals_its_formula(coll, alg, p, n
 PACKET_CASES = [f for f in FORMULAS if (f[0] != "allreduce" or f[2] & (f[2] - 1) == 0) and (f[0], f[1]) in {
     ("barrier", "dissemination"), ("allreduce", "recursive_doubling"), ("allreduce", "rabenseifner"),
     ("allgather", "recursive_doubling"), ("allgather", "bruck"), ("allgather", "ring"), ("alltoall", "bruck"),
-    ("alltoall", "pairwise"), ("reduce_scatter", "recursive_halving"), ("reduce_scatter", "pairwise"),
+    ("alltoall", "pairwise"), ("alltoallv", "pairwise"), ("reduce_scatter", "recursive_halving"),
+    ("reduce_scatter", "pairwise"),
 }]
 
 

@@ -14,6 +14,7 @@ IDEAL = NetworkConfig(model="ideal")
 A, B = alpha_beta(M, IDEAL)  # alpha = o_s + 2L + o_r, beta = 1 / link bandwidth
 O_S = IDEAL.send_overhead
 CTRL = 64
+POLL = 1e-7  # default time of an unsuccessful test or iprobe
 
 
 def run(name, ranks=2, network=IDEAL, **kw):
@@ -189,13 +190,15 @@ def test_probe_blocks_until_an_envelope_arrives_and_does_not_consume_it():
 def _requests(mpi):
     if mpi.rank == 0:
         reqs = [mpi.irecv(1, 1), mpi.irecv(2, 2)]
-        assert not mpi.test(reqs[0]) and not reqs[1].test()
         t0 = mpi.now
+        assert not mpi.test(reqs[0]) and not reqs[1].test()
+        assert mpi.now - t0 == pytest.approx(2 * POLL, rel=1e-12)  # an unsuccessful test takes the poll time
         i, r = mpi.waitany(reqs)
         OUT["first"] = (i, r.source, mpi.now - t0)
         mpi.wait(reqs[1 - i])
         OUT["second"] = (reqs[1 - i].source, mpi.now - t0)
-        assert reqs[0].test() and reqs[1].test()
+        t1 = mpi.now
+        assert reqs[0].test() and mpi.test(reqs[1]) and mpi.now == t1  # a successful one is free
     elif mpi.rank == 1:
         mpi.compute(2e-4)
         mpi.send(0, 100, tag=1)
@@ -211,6 +214,69 @@ def test_waitany_returns_the_first_completed_request():
     assert OUT["first"][2] == pytest.approx(1e-4 + A + 100 * B, rel=1e-12)
     assert OUT["second"][0] == 1
     assert OUT["second"][1] == pytest.approx(2e-4 + A + 100 * B, rel=1e-12)
+
+
+@app("t-polling")
+def _polling(mpi, *, how):
+    # MPI's progress rule: a repeated test or iprobe eventually succeeds. Busy loops must end.
+    limit = 10**6
+    if mpi.rank == 0:
+        mpi.compute(1e-4)
+        mpi.send(1, 1000, tag=4, data="polled")  # eager
+        big = mpi.isend(1, 200_000, tag=5)  # rendezvous: done once rank 1 has matched it
+        polls = 0
+        while not big.test():
+            polls += 1
+            if polls > limit:
+                raise RuntimeError("test() never succeeds")
+        OUT["sender"] = mpi.now
+        return
+    t0 = mpi.now
+    polls = 0
+    if how == "iprobe":
+        while (st := mpi.iprobe(0, ANY_TAG)) is None:
+            polls += 1
+            if polls > limit:
+                raise RuntimeError("iprobe() never succeeds")
+        got = mpi.recv(st.source, st.tag).data
+    else:
+        req = mpi.irecv(0, 4)
+        while not mpi.test(req):
+            polls += 1
+            if polls > limit:
+                raise RuntimeError("test() never succeeds")
+        got = req.data
+    OUT["receiver"] = (got, polls, t0, mpi.now)
+    mpi.compute(1e-3)
+    mpi.recv(0, 5)
+
+
+@pytest.mark.parametrize("how", ["test", "iprobe"])
+@pytest.mark.parametrize("poll", [None, 1e-6])
+def test_polling_loops_progress_and_end(how, poll):
+    OUT.clear()
+    kw = {} if poll is None else {"poll_time": poll}
+    res = run("t-polling", how=how, **kw)
+    poll = POLL if poll is None else poll
+    got, polls, t0, t_done = OUT["receiver"]
+    arrival = t0 + 1e-4 + A + 1000 * B
+    assert got == "polled"
+    assert arrival <= t_done <= arrival + poll * (1 + 1e-9)  # found within one poll of its arrival
+    assert abs(polls - (arrival - t0) / poll) <= 1
+    # The sender's test loop ends once the receiver has matched (at t_done + 1 ms) and the
+    # data has left: CTS (alpha + c beta), then the injection of the data.
+    cts = t_done + 1e-3 + A + CTRL * B
+    assert cts + O_S + 200_000 * B <= OUT["sender"] <= cts + O_S + 200_000 * B + poll * (1 + 1e-9)
+    assert res.runtime > 0
+
+
+def test_the_poll_time_is_a_checked_run_option():
+    from apps import AppConfigError
+
+    with pytest.raises(AppConfigError, match="poll_time must be a duration > 0 seconds"):
+        run("t-polling", how="test", poll_time=0)
+    with pytest.raises(AppConfigError, match="poll_time: "):
+        run("t-polling", how="test", poll_time="soon")
 
 
 @app("t-procnull-self")

@@ -15,7 +15,7 @@ Job protocol (used by :class:`apps.manager.JobManager`, and meant for the schedu
 * ``size`` (world size), ``rank_nodes`` (node of every world rank), ``node_ranks`` (node ->
   its world ranks, ascending),
 * ``options`` (:class:`MpiOptions`: eager threshold, control-message bytes, forced
-  collective algorithms),
+  collective algorithms, the time of an unsuccessful poll),
 * ``report_to`` (entity id) and ``report_service`` (service name) for the end report.
 
 It must be sent to every node in ``node_ranks`` at the same time (delay >= lookahead). The node
@@ -44,7 +44,7 @@ from typing import Any, Mapping
 
 from models.network import NetworkNode
 from models.node_model import NodeModel
-from models.units import UnitError, parse_bytes
+from models.units import UnitError, parse_bytes, parse_time
 
 from .errors import AppConfigError
 from .mpi.comm import Comm
@@ -55,6 +55,7 @@ __all__ = ["LaunchSpec", "MpiNode", "MpiOptions", "MpiShared", "NodeReport"]
 
 DEFAULT_EAGER = 65536
 DEFAULT_CTRL = 64
+DEFAULT_POLL = 1e-7
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,11 +66,14 @@ class MpiOptions:
         eager_threshold: largest message (bytes) sent eagerly; larger ones use rendezvous.
         ctrl_bytes: size of the rendezvous control messages (RTS, CTS).
         algorithms: forced collective algorithms, ``{"allreduce": "rabenseifner", ...}``.
+        poll_time: seconds an unsuccessful ``test`` or ``iprobe`` takes (> 0), so that a loop
+            polling for a message lets the simulation progress (MPI's progress rule).
     """
 
     eager_threshold: int | str = DEFAULT_EAGER
     ctrl_bytes: int | str = DEFAULT_CTRL
     algorithms: Mapping[str, str] = field(default_factory=dict)
+    poll_time: float | str = DEFAULT_POLL
 
     def __post_init__(self) -> None:
         from .mpi.collectives import check_forced
@@ -83,6 +87,13 @@ class MpiOptions:
             if not (b >= 0 and float(b).is_integer()):
                 raise AppConfigError(f"{name} must be a whole number of bytes >= 0, got {v!r}")
             object.__setattr__(self, name, int(b))
+        try:
+            t = parse_time(self.poll_time, what="poll_time")
+        except UnitError as exc:
+            raise AppConfigError(f"poll_time: {str(exc).split(': ', 1)[-1]}") from None
+        if not (t > 0 and math.isfinite(t)):
+            raise AppConfigError(f"poll_time must be a duration > 0 seconds, got {self.poll_time!r}")
+        object.__setattr__(self, "poll_time", float(t))
         object.__setattr__(self, "algorithms", check_forced(self.algorithms))
 
 
@@ -161,7 +172,7 @@ class NodeJob:
     """The part of one job that runs on one node."""
 
     __slots__ = (
-        "spec", "job", "fn", "args", "rank_nodes", "eager", "ctrl", "algorithms", "node_model", "ranks_here",
+        "spec", "job", "fn", "args", "rank_nodes", "eager", "ctrl", "poll", "algorithms", "node_model", "ranks_here",
         "eps", "left", "start", "end", "status", "error", "killed", "reported", "delivered",
         "failed_rank", "fail_time", "tb", "timer", "routed",
     )
@@ -174,6 +185,7 @@ class NodeJob:
         self.rank_nodes = spec.rank_nodes
         self.eager = spec.options.eager_threshold
         self.ctrl = spec.options.ctrl_bytes
+        self.poll = spec.options.poll_time
         self.algorithms = spec.options.algorithms
         self.node_model = node_model
         self.ranks_here = ranks_here

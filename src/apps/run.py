@@ -31,7 +31,7 @@ from .errors import AppConfigError, AppError, AppTimeoutError, DeadlockError
 from .manager import JobManager, JobRecord
 from .mapping import MappingSpec, map_ranks
 from .mpi.comm import _seed
-from .node import DEFAULT_CTRL, DEFAULT_EAGER, LaunchSpec, MpiNode, MpiOptions, MpiShared
+from .node import DEFAULT_CTRL, DEFAULT_EAGER, DEFAULT_POLL, LaunchSpec, MpiNode, MpiOptions, MpiShared
 from .registry import bind_args
 
 __all__ = ["AppResult", "PLACEMENTS", "choose_nodes", "run_app"]
@@ -153,6 +153,7 @@ def run_app(
     eager_threshold: int | str = DEFAULT_EAGER,
     ctrl_bytes: int | str = DEFAULT_CTRL,
     algorithms: Mapping[str, str] | None = None,
+    poll_time: float | str = DEFAULT_POLL,
     hot_links: int = 10,
     app_args: Mapping[str, Any] | None = None,
     job_id: int = JOB_ID,
@@ -171,7 +172,8 @@ def run_app(
         seed: the run seed (placement, per-rank and per-job random streams, routing).
         comm: ``"auto"`` (MPI world under mpirun), ``None`` (sequential) or an mpi4py comm.
         end_time: simulated time limit (default: none).
-        eager_threshold, ctrl_bytes, algorithms: MPI options (see :class:`apps.node.MpiOptions`).
+        eager_threshold, ctrl_bytes, algorithms, poll_time: MPI options (see
+            :class:`apps.node.MpiOptions`).
         hot_links: how many of the busiest links to report.
         app_args, **kwargs: the app's keyword arguments.
         job_id: the job id the ranks run under (their random streams derive from it), so a
@@ -184,7 +186,8 @@ def run_app(
         raise AppConfigError(f"ranks must be an integer >= 1, got {ranks!r}")
     ranks = int(ranks)
     args = bind_args(app, {**dict(app_args or {}), **kwargs}, size=ranks)
-    options = MpiOptions(eager_threshold=eager_threshold, ctrl_bytes=ctrl_bytes, algorithms=dict(algorithms or {}))
+    options = MpiOptions(eager_threshold=eager_threshold, ctrl_bytes=ctrl_bytes, algorithms=dict(algorithms or {}),
+                         poll_time=poll_time)
     config = _network_config(network)
     rpn = m.cores_per_node if ranks_per_node is None else ranks_per_node
     if isinstance(rpn, bool) or not isinstance(rpn, (int, np.integer)) or rpn < 1:

@@ -43,6 +43,7 @@ CTX_MASK_BYTES = 256
 SPLIT_BYTES = 8
 #: First tag used by :meth:`CartComm.halo_exchange` (2 tags per dimension from here).
 HALO_TAG = 1 << 20
+_INF = math.inf
 
 
 def _seed(*parts: Any) -> int:
@@ -227,7 +228,8 @@ class Comm:
         above it, once the receiver has matched and the data has left)."""
         dest = self._peer(dest, "dest")
         tag = self._tag(tag, False)
-        if not (nbytes.__class__ is int or nbytes.__class__ is float) or not nbytes >= 0:
+        c = nbytes.__class__
+        if not ((c is int and nbytes >= 0) or (c is float and 0.0 <= nbytes < _INF)):
             check_nbytes("send", nbytes)
         if dest == PROC_NULL:
             return
@@ -241,7 +243,8 @@ class Comm:
         """Start a send; returns its request."""
         dest = self._peer(dest, "dest")
         tag = self._tag(tag, False)
-        if not (nbytes.__class__ is int or nbytes.__class__ is float) or not nbytes >= 0:
+        c = nbytes.__class__
+        if not ((c is int and nbytes >= 0) or (c is float and 0.0 <= nbytes < _INF)):
             check_nbytes("isend", nbytes)
         if dest == PROC_NULL:
             return self._null(0, dest, tag)
@@ -290,10 +293,10 @@ class Comm:
         r = self._ep.wait_any(reqs)
         return reqs.index(r), r
 
-    @staticmethod
-    def test(req: Request) -> bool:
-        """True once ``req`` has completed (no time passes)."""
-        return req.done
+    def test(self, req: Request) -> bool:
+        """True once ``req`` has completed; an unsuccessful test takes the job's poll time
+        (see :meth:`Request.test`), so a polling loop ends."""
+        return req.done or req.test()
 
     def sendrecv(self, dest: int, nbytes: float = 0, *, source: int | None = None, tag: int = 0,
                  recvtag: int | None = None, data: Any = None) -> Request:
@@ -314,12 +317,18 @@ class Comm:
         return self._ep.probe(self, self._ctx, source, tag)
 
     def iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Status | None:
-        """The envelope of a matching message that has arrived, or None (never blocks)."""
+        """The envelope of a matching message that has arrived, or None (never blocks). An
+        unsuccessful iprobe takes the job's poll time and looks again, so a polling loop ends."""
         source = self._src(source)
         tag = self._tag(tag, True)
         if source == PROC_NULL:
             return Status(PROC_NULL, ANY_TAG, 0)
-        return self._ep.peek(self._ctx, source, tag)
+        ep = self._ep
+        st = ep.peek(self._ctx, source, tag)
+        if st is None:
+            ep.poll()
+            st = ep.peek(self._ctx, source, tag)
+        return st
 
     # -- collectives ------------------------------------------------------------------------------
     def _run(self, what: str, name: str, nbytes: Any, fn: Any, *args: Any) -> Any:

@@ -27,6 +27,11 @@ Protocols
     request completes when the data has left its NIC (``on_sent``); the receive completes when
     the data has arrived. Control messages are real messages that cross the network.
 
+Polling
+    ``test`` and ``iprobe`` never block, but an unsuccessful one takes ``poll_time`` (a run
+    option, default 0.1 us) of the rank's time: MPI promises that a repeated test or iprobe
+    eventually succeeds, which in a simulation needs simulated time to pass between them.
+
 Payloads on the wire are plain tuples (first field the kind)::
 
     EAGER (0, dst, src, seq, ctx, src_in_comm, tag, nbytes, data)
@@ -42,6 +47,8 @@ from __future__ import annotations
 import random
 from collections import deque
 from typing import TYPE_CHECKING, Any
+
+from greenlet import getcurrent
 
 if TYPE_CHECKING:  # pragma: no cover
     from .comm import Comm
@@ -82,7 +89,12 @@ class Request:
         self.pseq = 0
 
     def test(self) -> bool:
-        """True once the request has completed (never blocks, never advances time)."""
+        """True once the request has completed. An unsuccessful test takes the job's
+        ``poll_time`` (the completion is checked again after it), so a loop of tests lets the
+        simulation progress and ends, as MPI's progress rule requires; a successful one is free."""
+        if self.done:
+            return True
+        self.ep.poll()
         return self.done
 
     def wait(self) -> "Request":
@@ -127,7 +139,7 @@ class Endpoint:
         "node", "js", "w", "job", "rank_nodes", "eager", "ctrl", "net_send", "proc",
         "posted", "wild", "unexp", "aseq", "pseq", "sseq", "rseq", "held", "rdv", "next_id",
         "n_wait", "waiting", "probing", "coll", "bytes_sent", "msgs_sent", "done", "end",
-        "sleeping_until", "_rng", "world", "rdv_out", "_descs",
+        "sleeping_until", "_rng", "world", "rdv_out", "_descs", "poll_s",
     )
 
     def __init__(self, node: Any, js: Any, world_rank: int):
@@ -138,6 +150,7 @@ class Endpoint:
         self.rank_nodes = js.rank_nodes
         self.eager = js.eager
         self.ctrl = js.ctrl
+        self.poll_s = js.poll
         self.net_send = node.net_send
         self.proc = None
         self.posted: dict[tuple[int, int, int], deque] = {}
@@ -416,6 +429,17 @@ class Endpoint:
         for r in reqs:
             r.watched = False
         return got
+
+    def poll(self) -> None:
+        """An unsuccessful test or iprobe: ``poll_s`` seconds pass in the calling rank."""
+        proc = self.proc
+        if proc is None or getcurrent() is not proc:
+            return  # inspected from outside the rank (e.g. after the run): nothing progresses
+        t = self.poll_s
+        self.sleeping_until = self.node.sim.now + t
+        proc.waiting_for = "poll"
+        proc.sleep(t)
+        self.sleeping_until = -1.0
 
     def probe(self, comm: "Comm", ctx: int, src: int, tag: int) -> Status:
         """Block until a message (ctx, src, tag) accepts is waiting; returns its envelope."""

@@ -17,6 +17,7 @@ segment.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -193,5 +194,6 @@ def check_nbytes(what: str, nbytes: Any) -> None:
     if isinstance(nbytes, str):
         raise MpiError(f"{what}: the size must be a number of bytes, got the string {nbytes!r} "
                        "(convert sizes with units once, e.g. models.units.parse_bytes)")
-    if isinstance(nbytes, bool) or not (isinstance(nbytes, (int, float, np.integer, np.floating)) and nbytes >= 0):
-        raise MpiError(f"{what}: the size must be a number of bytes >= 0, got {nbytes!r}")
+    if isinstance(nbytes, bool) or not (isinstance(nbytes, (int, float, np.integer, np.floating))
+                                        and 0 <= nbytes < math.inf):
+        raise MpiError(f"{what}: the size must be a finite number of bytes >= 0, got {nbytes!r}")
