@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from models.network import Network, NetworkConfig, NetworkConfigError, network_lookahead
@@ -308,3 +310,12 @@ def test_deterministic_repeat():
     b = run_traffic(topo, msgs)
     assert a[2] == b[2]
     assert (a[1].stats().link_busy == b[1].stats().link_busy).all()
+
+
+@pytest.mark.parametrize("bad", [math.inf, math.nan, -1])
+def test_a_size_that_is_not_a_finite_byte_count_is_refused_at_the_send(bad):
+    topo = get_machine("tiny-torus").topology
+    sim = Simulator(lookahead=network_lookahead(topo))
+    net = Network(sim, topo)
+    with pytest.raises(ValueError, match="nbytes must be a finite number"):
+        net.nodes[0].net_send(1, bad)

@@ -21,10 +21,13 @@ message's arrival, for the first chunk) is the injection port's queueing delay.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from pdes import Entity
+
+_INF = math.inf
 
 if TYPE_CHECKING:  # pragma: no cover
     from .network import Network
@@ -106,7 +109,14 @@ class NetworkNode(Entity):
 
     # -- sending -----------------------------------------------------------------------------
     def net_send(self, dst: int, nbytes: int, payload: Any = None, job: int = -1, notify: bool = False) -> None:
-        """Send ``nbytes`` to node ``dst``, starting now (plus the send overhead o_s)."""
+        """Send ``nbytes`` to node ``dst``, starting now (plus the send overhead o_s).
+
+        Raises ValueError for a size that is not a finite number >= 0 (an infinite message
+        would never finish).
+        """
+        if not 0 <= nbytes < _INF:
+            raise ValueError(f"net_send from node {self.node} to {dst}: nbytes must be a finite number >= 0, "
+                             f"got {nbytes!r}")
         st = self._st
         mid = self._mid
         self._mid = mid + 1
