@@ -1,8 +1,16 @@
-"""The sequential kernel: every verb, the error rules, determinism."""
+"""The sequential kernel: every verb, the error rules, determinism; placement and the windowed
+loop on one rank; and, in separate processes, no MPI import in sequential runs and the abort of
+every rank on an uncaught error."""
 
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import traceback
 
 import pytest
 
@@ -49,8 +57,9 @@ def test_services_run_in_time_then_key_order():
     assert sim.stats.events == 4
 
 
-def test_events_at_or_after_end_time_are_not_executed():
-    sim = Simulator(end_time=10.0)
+@pytest.mark.parametrize("parallel", [False, True])
+def test_events_at_or_after_end_time_are_not_executed(parallel):
+    sim = Simulator(end_time=10.0, lookahead=1.0, comm=None, parallel=parallel)
     (r,) = sim.add_entities(Recorder, 1)
     for t in (9.999, 10.0, 10.5):
         r.send(r.eid, "ping", t, delay=t)
@@ -75,6 +84,15 @@ def test_negative_delay_raises_at_the_call():
     (r,) = sim.add_entities(Recorder, 1)
     with pytest.raises(SendError, match="negative delay"):
         r.send(r.eid, "ping", None, delay=-1e-9)
+
+
+def test_nan_delay_raises_at_the_call():
+    sim = Simulator(lookahead=1.0)
+    a, b = sim.add_entities(Recorder, 2)
+    for dest in (a.eid, b.eid):
+        with pytest.raises(SendError, match="invalid delay nan"):
+            a.send(dest, "ping", None, delay=math.nan)
+    assert sim._heap == []
 
 
 def test_delay_below_lookahead_to_other_entity_raises_but_self_is_fine():
@@ -141,6 +159,8 @@ def test_exception_in_service_names_entity_time_and_keeps_traceback():
     assert "broken model" in msg and "bad[0]" in msg and "t=2.5" in msg and "'boom'" in msg
     assert isinstance(ei.value.__cause__, ValueError)
     assert ei.value.time == 2.5
+    # The original traceback is kept: it reaches into the model's own frame.
+    assert "in boom" in "".join(traceback.format_exception(ei.value))
 
 
 def test_exception_in_process_names_the_process():
@@ -155,6 +175,32 @@ def test_exception_in_process_names_the_process():
     sim = Simulator()
     sim.add_entities(P, 1)
     with pytest.raises(SimulationError, match=r"process 'worker' of P\[0\] at t=3.0"):
+        sim.run()
+
+
+def test_error_of_a_process_caught_by_a_service_is_not_blamed_later():
+    class N(Entity):
+        def __init__(self):
+            self.p = self.spawn(self.body, name="fragile")
+            self.send(self.eid, "poke", None, delay=1.0)
+            self.send(self.eid, "later", None, delay=2.0)
+
+        def body(self):
+            self.hibernate()
+            raise ValueError("handled by the service")
+
+        def poke(self, _):
+            try:
+                self.p.resume()
+            except ValueError:
+                pass
+
+        def later(self, _):
+            raise RuntimeError("the real bug")
+
+    sim = Simulator()
+    sim.add_entities(N, 1)
+    with pytest.raises(SimulationError, match=r"the real bug \(in service 'later' of N\[0\] at t=2.0\)"):
         sim.run()
 
 
@@ -233,6 +279,10 @@ def test_blocking_calls_outside_a_process_raise():
         n.p.hibernate()
     with pytest.raises(ProcessError, match="outside"):
         Mailbox(n).get()
+    with pytest.raises(ProcessError, match="outside"):
+        n.p.join()
+    with pytest.raises(ProcessError, match="outside"):
+        n.p.receive()
     n.send(n.eid, "svc", None, delay=1.0)
     with pytest.raises(SimulationError, match="outside process"):
         sim.run()
@@ -485,3 +535,84 @@ def test_inbox_must_be_declared():
     sim = Simulator()
     with pytest.raises(ProcessError, match="inboxes"):
         sim.add_entities(N, 1)
+
+
+def test_windowed_loop_skips_empty_stretches_of_time():
+    sim = Simulator(lookahead=1.0, comm=None, parallel=True)
+    ents = sim.add_entities(Recorder, 3)
+    for e in ents:
+        e.send(e.eid, "ping", "first", delay=0.0)
+        e.send(e.eid, "ping", "much later", delay=1000.0)
+    st = sim.run()
+    # One window at t=0 and one at t=1000, not a thousand empty ones in between.
+    assert st.windows == 2
+    assert st.events == 6 and sim.now == 1000.0
+
+
+def test_placement_of_entities_on_ranks():
+    from pdes import place
+
+    assert place("block", "x", 10, 3).tolist() == [0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert place("cyclic", "x", 5, 2).tolist() == [0, 1, 0, 1, 0]
+    h = place("hash", "x", 200, 4)
+    assert h.tolist() == place("hash", "x", 200, 4).tolist()  # stable
+    assert set(h.tolist()) == {0, 1, 2, 3}
+    assert place(5, "x", 3, 4).tolist() == [1, 1, 1]
+    assert place(lambda i, p: (i // 2) % p, "x", 6, 2).tolist() == [0, 0, 1, 1, 0, 0]
+    assert place([1, 0, 1], "x", 3, 2).tolist() == [1, 0, 1]
+    with pytest.raises(ConfigError, match="unknown placement"):
+        place("round", "x", 3, 2)
+    with pytest.raises(ConfigError, match="expected 3 ranks"):
+        place([0, 1], "x", 3, 2)
+    with pytest.raises(ConfigError, match="valid ranks are 0..1"):
+        place(lambda i, p: 2, "x", 3, 2)
+
+
+# -- launched as separate processes ---------------------------------------------------------
+_LAUNCHER_VARS = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "PMIX_SIZE", "PMIX_RANK")
+
+
+def test_sequential_runs_never_import_mpi4py():
+    code = textwrap.dedent("""
+        import sys
+        from pdes.examples.phold import PholdParams, run
+        sim, st = run(PholdParams(n_lps=20, end_time=5.0, regions=2, remote=0.5))
+        assert st.events > 0 and st.ranks == 1
+        print("mpi4py" in sys.modules)
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in _LAUNCHER_VARS}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "False"
+
+
+MPIRUN = shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install '.[mpi]')")
+def test_uncaught_error_outside_a_run_aborts_every_rank(tmp_path):
+    # Rank 1 fails while building its model; rank 0 is already waiting in the first window's
+    # collective. With the abort hook installed, every rank ends promptly with the rank shown.
+    script = tmp_path / "model.py"
+    script.write_text(textwrap.dedent("""
+        from pdes import Entity, Simulator
+        from pdes.parallel import install_abort_hook, world_comm
+
+        class E(Entity):
+            def __init__(self):
+                if self.index == 1:
+                    raise RuntimeError("bad model input on one rank")
+                self.send(self.eid, "tick", None, delay=0.0)
+
+            def tick(self, _):
+                self.send(self.eid, "tick", None, delay=1.0)
+
+        comm = world_comm()
+        install_abort_hook(comm)
+        sim = Simulator(lookahead=1.0, end_time=1e9, comm=comm)
+        sim.add_entities(E, 2, placement="cyclic")
+        sim.run()
+    """))
+    out = subprocess.run([MPIRUN, "-n", "2", sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    text = out.stdout + out.stderr
+    assert "[rank 1] uncaught RuntimeError" in text and "bad model input on one rank" in text

@@ -103,7 +103,7 @@ class Entity:
         a send to self may use any delay >= 0.
         """
         sim = self.sim
-        if delay < sim.lookahead:
+        if not delay >= sim.lookahead:  # also catches a NaN delay
             self._check_short_delay(dest, service, delay)
         # Resolved services live in one list per service name, indexed by entity id: a
         # compact table keeps the lookup cheap (and cache-friendly) with many entities.
@@ -157,7 +157,8 @@ class Entity:
 
     def _check_short_delay(self, dest: Any, service: str, delay: float) -> None:
         if not delay >= 0.0:
-            raise SendError(f"{self!r} sent {service!r} to {dest!r} with negative delay {delay!r}")
+            what = "negative" if delay < 0.0 else "invalid"
+            raise SendError(f"{self!r} sent {service!r} to {dest!r} with {what} delay {delay!r}: the delay must be >= 0")
         sim = self.sim
         ent = sim._local.get(dest)
         if ent is self:

@@ -4,7 +4,9 @@ Only imported when a simulator runs with an MPI communicator, so sequential runs
 MPI. One window exchange costs one ``Alltoall`` of a small float64 table (bytes for each
 destination, this rank's next event time, total bytes sent, failure flag) and, only when some
 rank has remote events, one ``Alltoallv`` of pickled batches: one pickle per destination rank
-per window, never one per event.
+per window, never one per event. Packing, the collectives and unpacking are separate steps, so
+a failure while packing or delivering events on one rank is reported to every rank through
+the failure flag of the next table instead of leaving the others waiting in a collective.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import pickle
 import struct
 import sys
 from typing import Any
-
 
 
 def world_comm() -> Any | None:
@@ -39,6 +40,7 @@ def install_abort_hook(comm: Any) -> None:
     previous = sys.excepthook
 
     def hook(tp, value, tb):  # pragma: no cover - exercised in subprocess tests
+        sys.stderr.write(f"[rank {comm.rank}] uncaught {tp.__name__}; aborting every rank\n")
         previous(tp, value, tb)
         sys.stderr.flush()
         comm.Abort(1)
@@ -70,25 +72,39 @@ class WindowExchange:
         self.recv_events = 0
         self.bytes_sent = 0
 
-    def exchange(self, outboxes: list[list], local_min: float, failed: bool) -> tuple[float, bool, list]:
-        """Swap remote events with every rank.
+    def pack(self, outboxes: list[list]) -> list[bytes]:
+        """Pickle each destination's batch of remote events (one pickle per batch).
 
-        Returns (global minimum next-event time over all heaps and in-flight events, whether
-        any rank failed, the list of received event tuples).
+        Raises (leaving the outboxes as they were) when an event cannot be pickled or a batch
+        is too large; the caller then reports the failure in :meth:`exchange`.
         """
-        size = self.size
         payloads = []
-        total = 0
         dumps = pickle.dumps
+        for box in outboxes:
+            b = dumps(box, protocol=pickle.HIGHEST_PROTOCOL) if box else b""
+            if len(b) >= 2**31:
+                raise OverflowError("more than 2 GiB of remote events for one rank in one window; lower the lookahead or add ranks")
+            payloads.append(b)
         for box in outboxes:
             if box:
                 self.sent_events += len(box)
-                b = dumps(box, protocol=pickle.HIGHEST_PROTOCOL)
                 box.clear()
-                total += len(b)
-            else:
-                b = b""
-            payloads.append(b)
+        return payloads
+
+    def exchange(self, payloads: list[bytes] | None, local_min: float, failed: bool) -> tuple[float, bool, list]:
+        """Swap packed remote events with every rank (collectives only: nothing here can fail
+        on one rank alone, so every rank always takes the same path).
+
+        ``payloads`` is the result of :meth:`pack`, or None when this rank sends nothing
+        (after a failure). Returns (global minimum next-event time over all heaps and
+        in-flight events, whether any rank failed, the received chunks for :meth:`unpack`).
+        """
+        size = self.size
+        if payloads is None:
+            payloads = [b""] * size
+        total = 0
+        for b in payloads:
+            total += len(b)
         err = 1.0 if failed else 0.0
         vals: list[float] = []
         for b in payloads:
@@ -99,14 +115,12 @@ class WindowExchange:
         got = fmt.unpack_from(self._meta_recv)
         tmin = min(got[1::4])
         any_failed = any(got[3::4])
-        received: list = []
+        chunks: list = []
         if any_failed or not any(got[2::4]):
-            return tmin, any_failed, received
+            return tmin, any_failed, chunks
         self.bytes_sent += total
         scounts = [len(b) for b in payloads]
         rcounts = [int(x) for x in got[0::4]]
-        if max(scounts) >= 2**31 or max(rcounts) >= 2**31:
-            raise OverflowError("more than 2 GiB of remote events in one window; lower the lookahead or add ranks")
         sdispl = [0] * size
         rdispl = [0] * size
         for j in range(1, size):
@@ -116,11 +130,18 @@ class WindowExchange:
         BYTE = self.MPI.BYTE
         self.comm.Alltoallv([b"".join(payloads), (scounts, sdispl), BYTE], [recvbuf, (rcounts, rdispl), BYTE])
         mv = memoryview(recvbuf)
-        loads = pickle.loads
         for j in range(size):
             n = rcounts[j]
             if n:
-                batch = loads(mv[rdispl[j] : rdispl[j] + n])
-                self.recv_events += len(batch)
-                received += batch
-        return tmin, any_failed, received
+                chunks.append(mv[rdispl[j] : rdispl[j] + n])
+        return tmin, any_failed, chunks
+
+    def unpack(self, chunks: list) -> list:
+        """The event tuples ``(time, key, dest id, service, data)`` of the received chunks."""
+        received: list = []
+        loads = pickle.loads
+        for c in chunks:
+            batch = loads(c)
+            self.recv_events += len(batch)
+            received += batch
+        return received

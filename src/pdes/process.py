@@ -101,10 +101,11 @@ class Process(greenlet):
         except GreenletExit:
             result = None
             self.killed = True
-        except BaseException:
+        except BaseException as exc:
             # Remember which process failed: the event loop only sees the event that switched
-            # into it, which may belong to another entity (a mailbox put, a wake).
-            sim._failed_process = self
+            # into it, which may belong to another entity (a mailbox put, a wake). The
+            # exception is kept too, so that one a service caught is never blamed later.
+            sim._failed_process = (self, exc)
             raise
         self._finish(result)
         return result

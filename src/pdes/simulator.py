@@ -141,7 +141,7 @@ class Simulator:
         self._next_eid = 0
         self._live: dict[Process, None] = {}
         self._hub = None
-        self._failed_process: Process | None = None
+        self._failed_process: tuple[Process, BaseException] | None = None
         self._outboxes: list[list] = [[] for _ in range(self.size)]
         self._min_sent = math.inf
         self._ran = False
@@ -359,7 +359,8 @@ class Simulator:
         raise _Stop
 
     def _wrap(self, exc: BaseException, fn: Any) -> SimulationError:
-        proc, self._failed_process = self._failed_process, None
+        failed, self._failed_process = self._failed_process, None
+        proc = failed[0] if failed is not None and failed[1] is exc else None
         owner = getattr(fn, "__self__", None)
         if proc is not None:
             where = f"process {proc.name!r} of {proc.entity!r}"
@@ -395,12 +396,26 @@ class Simulator:
             local_min = min(heap[0][0], self._min_sent)
             self._min_sent = math.inf
             if exchange is not None:
-                tmin, failed, received = exchange.exchange(outboxes, local_min, error is not None)
+                payloads = None
+                if error is None:
+                    try:
+                        payloads = exchange.pack(outboxes)
+                    except Exception as exc:
+                        error = self._transfer_error(exc, outboxes)
+                tmin, failed, chunks = exchange.exchange(payloads, local_min, error is not None)
                 if failed:
                     self._raise_failure(error, exchange)
-                local = self._local
-                for t, key, dest, service, data in received:
-                    heappush(heap, (t, key, getattr(local[dest], service), data))
+                if chunks:
+                    ev = None
+                    try:
+                        local = self._local
+                        for ev in exchange.unpack(chunks):
+                            t, key, dest, service, data = ev
+                            heappush(heap, (t, key, getattr(local[dest], service), data))
+                    except Exception as exc:
+                        # Every rank learns of it at the next exchange (no window runs here).
+                        error = self._delivery_error(exc, ev)
+                        continue
             else:
                 tmin = local_min
             sync_s += _time.perf_counter() - t0
@@ -429,6 +444,46 @@ class Simulator:
         if exchange is None:
             return self._count_events(0, 0, guards=1)
         return self._count_events(exchange.sent_events, exchange.recv_events, guards=1)
+
+    def _transfer_error(self, exc: Exception, outboxes: list[list]) -> SimulationError:
+        """The error of a window whose remote events could not be packed (e.g. unpicklable data)."""
+        import pickle
+
+        what = "remote events"
+        for box in outboxes:
+            for t, key, dest, service, data in box:
+                try:
+                    pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+                except Exception:
+                    what = self._event_name(t, key, dest, service)
+                    break
+            else:
+                continue
+            break
+        msg = (f"{type(exc).__name__}: {exc} (packing {what} for another rank at t={self.now!r} on rank "
+               f"{self.rank}; data sent across ranks must be picklable)")
+        err = SimulationError(msg, entity=what, time=self.now, rank=self.rank)
+        err.__cause__ = exc
+        return err
+
+    def _delivery_error(self, exc: Exception, ev: Any) -> SimulationError:
+        """The error of remote events that arrived but could not be queued on this rank."""
+        what = self._event_name(*ev[:4]) if ev is not None else "remote events"
+        msg = f"{type(exc).__name__}: {exc} (delivering {what} on rank {self.rank} at t={self.now!r})"
+        err = SimulationError(msg, entity=what, time=self.now, rank=self.rank)
+        err.__cause__ = exc
+        return err
+
+    def _event_name(self, t: float, key: int, dest: int, service: str) -> str:
+        """An in-flight remote event as a report names it (its key holds the sender's id)."""
+        return f"event {service!r} from {self._name_of(key >> KEY_SHIFT)} to {self._name_of(dest)} due at t={t!r}"
+
+    def _name_of(self, eid: int) -> str:
+        try:
+            t = self._type_of(eid)
+        except UnknownEntityError:
+            return f"entity {eid!r}"
+        return f"{t.name}[{eid - t.offset}]"
 
     def _raise_failure(self, error: SimulationError | None, exchange: Any) -> None:
         """Every rank learns of every failure; the failing rank raises its own error."""

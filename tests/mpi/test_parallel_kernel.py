@@ -13,13 +13,18 @@ def _comm():
     return MPI.COMM_WORLD
 
 
+def _needs_two_ranks(comm):
+    if comm.size < 2:
+        pytest.skip("needs at least two ranks")
+
+
 @pytest.mark.parametrize("style", ["service", "process"])
 def test_phold_identical_to_sequential_event_for_event(style):
     from pdes.examples.phold import PholdParams, lp_digests, run
 
     comm = _comm()
     p = PholdParams(n_lps=96, events_per_lp=5, end_time=25.0, regions=8, remote=0.3, digest=True)
-    sim, st = run(p, style=style, seed=17, comm=comm)
+    sim, st = run(p, style=style, seed=17, comm=comm, parallel=True)  # windowed even at P = 1
     par = lp_digests(sim)
     if comm.rank == 0:
         seq_sim, seq_st = run(p, style=style, seed=17, comm=None)
@@ -27,7 +32,7 @@ def test_phold_identical_to_sequential_event_for_event(style):
         assert st.events == seq_st.events
         assert st.ranks == comm.size
         assert len(st.events_per_rank) == comm.size and all(n > 0 for n in st.events_per_rank)
-        assert st.remote_events > 0 and st.windows > 0
+        assert (st.remote_events > 0 or comm.size == 1) and st.windows > 0
         assert len(st.sync_s_per_rank) == comm.size
 
 
@@ -76,6 +81,7 @@ def test_remote_send_below_lookahead_is_an_error_at_the_call():
     from pdes import Entity, SendError, Simulator
 
     comm = _comm()
+    _needs_two_ranks(comm)
 
     class E(Entity):
         pass
@@ -92,6 +98,7 @@ def test_placement_callable_and_group_consistency_is_checked():
     from pdes import ConfigError, Entity, Simulator
 
     comm = _comm()
+    _needs_two_ranks(comm)
 
     class E(Entity):
         pass
@@ -114,3 +121,121 @@ def test_end_time_is_the_same_on_every_rank():
     seq_sim, seq_st = run(p, seed=3, comm=None) if comm.rank == 0 else (None, None)
     if comm.rank == 0:
         assert st.end_time == seq_st.end_time == seq_sim.now
+
+
+def test_unpicklable_remote_data_stops_every_rank_naming_the_event():
+    from pdes import Entity, RemoteRankError, SimulationError, Simulator
+
+    comm = _comm()
+    _needs_two_ranks(comm)
+
+    class E(Entity):
+        def __init__(self):
+            if self.index == 0:
+                self.send(self.eid, "go", None, delay=0.5)
+
+        def go(self, _):
+            self.send(1, "hit", lambda: None, delay=1.0)  # a lambda cannot cross ranks
+
+        def hit(self, _):
+            pass
+
+    sim = Simulator(lookahead=1.0, end_time=10.0, comm=comm)
+    sim.add_entities(E, comm.size, placement="cyclic")
+    with pytest.raises(SimulationError) as ei:
+        sim.run()
+    err = ei.value
+    assert "event 'hit' from E[0] to E[1] due at t=1.5" in str(err) and "picklable" in str(err)
+    if comm.rank == 0:
+        assert not isinstance(err, RemoteRankError) and err.rank == 0
+        assert err.__cause__ is not None
+    else:
+        assert isinstance(err, RemoteRankError) and "rank 0 failed" in str(err)
+
+
+def test_remote_event_that_cannot_be_delivered_stops_every_rank():
+    from pdes import Entity, RemoteRankError, SimulationError, Simulator
+
+    comm = _comm()
+    _needs_two_ranks(comm)
+
+    class E(Entity):
+        inboxes = ("mail",)  # declared, but no process is ever spawned to take it
+
+        def __init__(self):
+            if self.index == 0:
+                self.send(1, "mail", "hello", delay=1.0)
+
+    sim = Simulator(lookahead=1.0, end_time=10.0, comm=comm)
+    sim.add_entities(E, comm.size, placement="cyclic")
+    with pytest.raises(SimulationError) as ei:
+        sim.run()
+    err = ei.value
+    assert "event 'mail' from E[0] to E[1]" in str(err)
+    if comm.rank == 1:
+        assert not isinstance(err, RemoteRankError) and "on rank 1" in str(err)
+    else:
+        assert isinstance(err, RemoteRankError) and "rank 1 failed" in str(err)
+
+
+def test_remote_send_to_unknown_service_is_an_error_at_the_call():
+    from pdes import Entity, Simulator, UnknownServiceError
+
+    comm = _comm()
+    _needs_two_ranks(comm)
+
+    class E(Entity):
+        def known(self, _):
+            pass
+
+    sim = Simulator(lookahead=1.0, comm=comm)
+    sim.add_entities(E, comm.size, placement="cyclic")
+    me = sim.entity("E", comm.rank)
+    other = sim.eid("E", (comm.rank + 1) % comm.size)
+    with pytest.raises(UnknownServiceError, match="'nope'"):
+        me.send(other, "nope", None, delay=1.0)
+    me.send(other, "known", None, delay=1.0)
+    st = sim.run()
+    assert st.events == comm.size and st.remote_events == comm.size
+
+
+def test_hibernating_processes_of_every_rank_are_reported():
+    from pdes import Entity, Simulator
+
+    comm = _comm()
+
+    class N(Entity):
+        def __init__(self):
+            self.spawn(self.body, name="waiter")
+
+        def body(self):
+            p = self.current_process()
+            p.waiting_for = f"message {self.index}"
+            p.hibernate()
+
+    n = 2 * comm.size + 1
+    sim = Simulator(lookahead=1.0, end_time=5.0, comm=comm)
+    sim.add_entities(N, n, name="n", placement="cyclic")
+    st = sim.run()
+    got = sorted((b.entity, b.state, b.waiting_for, b.rank) for b in st.blocked)
+    assert got == sorted((f"n[{i}]", "hibernating", f"message {i}", i % comm.size) for i in range(n))
+    assert len({tuple(x) for x in comm.allgather(got)}) == 1
+
+
+def test_empty_stretches_of_time_are_skipped():
+    from pdes import Entity, Simulator
+
+    comm = _comm()
+
+    class E(Entity):
+        def __init__(self):
+            self.send(self.eid, "ping", None, delay=0.0)
+            self.send(self.eid, "ping", None, delay=500.0)
+
+        def ping(self, _):
+            pass
+
+    sim = Simulator(lookahead=1.0, comm=comm, parallel=True)
+    sim.add_entities(E, 2 * comm.size)
+    st = sim.run()
+    assert st.windows == 2 and st.events == 4 * comm.size

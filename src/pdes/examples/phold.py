@@ -234,13 +234,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--parallel", action="store_true", help="use the windowed loop even on one rank")
     ap.add_argument("--digest", action="store_true", help="record and print a digest of every LP's events")
     a = ap.parse_args(argv)
-    from ..parallel import world_comm
+    from ..parallel import install_abort_hook, world_comm
 
     comm = world_comm()
     if a.parallel and comm is None:
         from mpi4py import MPI
 
         comm = MPI.COMM_WORLD
+    install_abort_hook(comm)
     size = comm.size if comm is not None else 1
     params = PholdParams(
         n_lps=a.lps, events_per_lp=a.events, end_time=a.end, lookahead=a.lookahead, mean_delay=a.mean,
