@@ -45,6 +45,10 @@ def test_run_prints_config_and_applies_overrides(capsys):
     (["run", "--set", "scheduler.order=fastest"], "scheduler.order: unknown value 'fastest'"),
     (["run", "--set", "workload"], "write KEY=VALUE"),
     (["run", "--out", "/no/such/dir/r.h5", "--set", "workload.jobs=2"], "does not exist"),
+    (["run", "--out", ".", "--set", "workload.jobs=2"], "--out '.' is a directory"),
+    # Checked when the run builds the scheduler: still named with the experiment it came from.
+    (["run", "--no-out", "--set", "scheduler.backfill_options.depth=1"],
+     "<default experiment>: scheduler: backfill 'easy' takes no option(s) depth"),
     (["show", "missing.h5"], "missing.h5"),
 ])
 def test_user_mistakes_are_one_line_errors(capsys, argv, message):
@@ -56,8 +60,18 @@ def test_user_mistakes_are_one_line_errors(capsys, argv, message):
 def test_a_small_run_writes_a_results_file(tmp_path, capsys):
     out = tmp_path / "r.h5"
     assert main(["run", "--quiet", "--out", str(out), "--set", "workload.jobs=10"]) == 0
-    assert "results written to" in capsys.readouterr().out
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-1] == f"results written to {out}"
+    from scheduler.experiment import default_experiment_text, loads
     from scheduler.results.hdf5 import read_results
 
     r = read_results(out)
     assert r.n_jobs == 10 and r.name == "default" and "jobs = 10" in r.experiment_toml
+    # The stored TOML rebuilds the experiment that ran.
+    assert loads(r.experiment_toml) == loads(default_experiment_text(), overrides=["workload.jobs=10"])
+    assert r.links is not None and r.run["ranks"] == 1 and r.run["events"] > 0
+    # `simhpc show` prints the very summary the run ended with (after its header line).
+    assert main(["show", str(out)]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0].startswith(f"{out}: simhpc ") and shown[1:] == printed[:-1]
+    assert any(line.startswith("mean wait") for line in shown)

@@ -47,7 +47,12 @@ def test_example_runs_reduced(name):
     assert set(j["status"][ran]) <= {"completed", "killed"}
     assert (j["wait"][ran] >= 0).all() and (j["run"][ran] >= 0).all()
     apps = ran & (j["app"] != "timekeeper") & (j["status"] == "completed")
+    # Every example with skeleton apps runs some of them even at its reduced size.
+    assert apps.any() == any(a.name != "timekeeper" for a in exp.apps)
     if exp.scheduler.ideal_baseline and apps.any():
         assert not np.isnan(j["ideal_run"][apps]).any()
         assert (j["run"][apps] >= j["ideal_run"][apps] * (1 - 1e-9)).all()
+        assert (j["bytes_sent"][apps & (j["nodes"] > 1)] > 0).all()
+    assert j["foreground"].sum() == sum(f.count for f in exp.foreground)
+    assert (j["status"][j["foreground"]] == "completed").all()
     assert 0 < r.system["utilization"] <= 1

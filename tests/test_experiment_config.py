@@ -160,6 +160,10 @@ BAD = [
     ('[machine]\ntopology = { family = "torus", dims = [4, 0] }\nflops_per_node = "1GF"\nmem_bw_per_node = "1GB/s"', "machine:"),
     ('[machine]\ntopology = { family = "hypercube" }\nflops_per_node = "1GF"\nmem_bw_per_node = "1GB/s"', "machine.topology.family: unknown value 'hypercube'; valid: dragonfly, fattree, torus"),
     ('[machine]\ntopology = { family = "torus", dims = [4] }', "machine.flops_per_node: required"),
+    ('[machine]\ntopology = { family = "torus", dims = [4], colour = 1 }\nflops_per_node = "1GF"\nmem_bw_per_node = "1GB/s"',
+     "machine.topology: unknown key(s) 'colour' for a torus; valid: family, dims, nodes_per_router"),
+    ('[machine]\ntopology = { family = "dragonfly", a = 4, p = 2 }\nflops_per_node = "1GF"\nmem_bw_per_node = "1GB/s"',
+     "machine.topology: a dragonfly needs 'h'; valid: family, a, p, h"),
     ('[network]\nmodel = "flow"', "planned but not implemented"),
     ('[network]\nchunk_size = 0', "chunk_size"),
     ('[network]\nsend_overhead = "quick"', "send_overhead: cannot parse 'quick'"),
@@ -171,6 +175,11 @@ BAD = [
     ('[workload]\nrun_time = { dist = "lognormal", median = "1h" }', "dist 'lognormal' needs 'sigma'"),
     ('[workload]\nrun_time = { dist = "exponential", mean = "1 fortnight" }', "workload.run_time.mean: unknown time unit"),
     ('[workload]\nsize = { dist = "uniform", low = 1, high = 4, step = 2 }', "unknown key(s) step for dist 'uniform'; valid: low, high"),
+    ('[workload]\nsize = { dist = "power_of_two", low = 1, high = 1000 }', "workload.size: PowerOfTwo: high must be a power of two"),
+    ('[workload]\nrun_time = { dist = "uniform", low = "5min", high = "1min" }', "workload.run_time: Uniform: high must be >= 300"),
+    ('[workload]\nkind = "swf"\ntrace = "t.swf"\njobs = 20', 'workload.jobs: only valid with kind = "synthetic" .*give limit.*valid for kind = "swf": kind, trace, limit'),
+    ('[workload]\nlimit = 20', 'workload.limit: only valid with kind = "swf"; valid for kind = "synthetic": kind, jobs'),
+    ('[workload]\ntrace = "t.swf"', 'workload.trace: only valid with kind = "swf"'),
     ('[[apps]]\nname = "hpl"', "apps.name: .*'hpl'"),
     ('[[apps]]\nname = "allreduce"\nargs = { loops = 3 }', r"apps\[allreduce\]\.args: .*no parameter 'loops'"),
     ('[[apps]]\nname = "allreduce"\nweight = -1', r"apps\[allreduce\]\.weight: must be >= 0"),
@@ -214,6 +223,11 @@ def test_set_errors():
         loads(FULL, overrides=["colour=red"])
     with pytest.raises(ConfigError, match="has 2 entries"):
         loads(FULL, overrides=["apps.5.weight=1"])
+    with pytest.raises(ConfigError, match="has 2 entries; use an index 0..1"):
+        loads(FULL, overrides=["apps.x=1"])
+    # A file without [[apps]] has no entries to index: the message says to set the whole array.
+    with pytest.raises(ConfigError, match=r"apps has no entries to index .*--set 'apps=\["):
+        loads('[machine]\npreset = "tiny-fattree3"', overrides=["apps.0.name=pairs"])
 
 
 def test_distributions_build_the_workload_objects():
@@ -222,3 +236,13 @@ def test_distributions_build_the_workload_objects():
     t = DistSpec.parse("x", "90s", time=True)
     assert t.dist == "constant" and t.params == {"value": 90.0}
     assert math.isinf(loads('[machine]\npreset = "tiny-fattree3"').end_time)
+
+
+def test_each_workload_kind_takes_its_own_defaults():
+    w = WorkloadSpec()
+    assert (w.jobs, w.users, w.size.dist, w.size_scale, w.limit) == (200, 16, "power_of_two", None, None)
+    t = WorkloadSpec(kind="swf", trace="t.swf")
+    assert (t.jobs, t.size, t.size_scale, t.time_scale, t.skip_malformed) == (None, None, 1.0, 1.0, False)
+    assert WorkloadSpec(jobs=200) == w and WorkloadSpec(kind="swf", trace="t.swf", size_scale=1.0) == t
+    assert t.to_dict() == {"kind": "swf", "trace": "t.swf", "size_scale": 1.0, "time_scale": 1.0,
+                           "skip_malformed": False}

@@ -114,6 +114,18 @@ def test_runs_are_deterministic():
     assert not np.array_equal(a.jobs["submit"], c.jobs["submit"])
 
 
+def test_the_progress_bar_changes_nothing_but_the_display():
+    from scheduler.results import results_diff
+
+    exp = loads(SMALL, overrides=["workload.jobs=10"])
+    quiet = run_experiment(exp, comm=None, progress=False)
+    shown = run_experiment(exp, comm=None, progress=True)
+    assert results_diff(quiet, shown) == []
+    # The bar's ticks are events of their own; the run statistics leave them out.
+    assert shown.run["events"] == quiet.run["events"]
+    assert shown.run["events_per_rank"] == quiet.run["events_per_rank"]
+
+
 def test_a_failing_app_fails_its_job_and_the_run_goes_on():
     exp = loads(SMALL, overrides=["workload.jobs=6", "apps.1.name=\"test-boom\"", "apps.1.args={}",
                                   "apps.0.weight=1", "apps.1.weight=3", "scheduler.ideal_baseline=false"])

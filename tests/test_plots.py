@@ -204,6 +204,25 @@ def test_plot_files_writes_every_figure(tmp_path, a, b):
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_plot_files_labels_runs_of_one_experiment_by_their_files(tmp_path, a, b, monkeypatch):
+    from scheduler.plots import files
+
+    drawn = []
+
+    def wait_cdf(results, labels):
+        fig = plots.wait_cdf(results, labels=labels)
+        drawn.append([ln.get_label().split(" (")[0] for ln in fig.axes[0].get_lines()])
+        return fig
+
+    monkeypatch.setitem(files.COMPARISON_FIGURES, "wait_cdf", wait_cdf)
+    # Two runs of one experiment (say, two policies): the experiment name cannot tell them apart.
+    plots.plot_files([a, a], tmp_path, stems=["runs/fcfs.h5", "runs/easy.h5"], dpi=30)
+    # Runs of different experiments keep their names; given labels win.
+    plots.plot_files([a, b], tmp_path, stems=["runs/x.h5", "runs/y.h5"], dpi=30)
+    plots.plot_files([a, a], tmp_path, labels=["one", "two"], stems=["runs/x.h5", "runs/y.h5"], dpi=30)
+    assert drawn == [["fcfs", "easy"], ["fcfs-tiny", "sjf-tiny"], ["one", "two"]]
+
+
 def test_missing_matplotlib_names_the_extra(a, monkeypatch):
     for mod in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.setitem(sys.modules, mod, None)

@@ -51,3 +51,19 @@ def test_hdf5_job_tables_identical_for_p1_and_p(tmp_path_factory):
     a, b = read_results(d / "seq.h5"), read_results(d / "par.h5")
     assert job_table_diff(a, b) == []
     assert b.run["ranks"] == comm.size and a.run["ranks"] == 1
+
+
+def test_a_cli_mistake_stops_every_rank_and_prints_one_line(capsys):
+    from mpi4py import MPI
+
+    from scheduler.cli import main
+
+    comm = MPI.COMM_WORLD
+    # Found on rank 0 only (the results folder), but every rank stops: none waits in the run.
+    code = main(["run", "--quiet", "--out", "/no/such/dir/r.h5", "--set", "workload.jobs=2"])
+    err = capsys.readouterr().err
+    codes, errs = comm.gather(code, root=0), comm.gather(err, root=0)
+    if comm.rank == 0:
+        assert codes == [2] * comm.size
+        assert errs[0].count("\n") == 1 and "/no/such/dir" in errs[0] and "does not exist" in errs[0]
+        assert errs[1:] == [""] * (comm.size - 1)

@@ -32,14 +32,30 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     return tuple(types)
 
 
+def launcher_rank() -> int:
+    """This process's rank when started by mpirun (from the launcher's environment), else 0."""
+    import os
+
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK", "PMIX_RANK"):
+        v = os.environ.get(var)
+        if v is not None and v.isdigit():
+            return int(v)
+    return 0
+
+
 @contextlib.contextmanager
 def user_errors() -> Iterator[_Status]:
-    """Turn user errors into one line on stderr and exit status 2."""
+    """Turn user errors into one line on stderr and exit status 2.
+
+    Under mpirun every rank meets the same mistake (they read the same files and options);
+    rank 0 alone prints it, so the user sees one line, and every rank exits with status 2.
+    """
     status = _Status()
     try:
         yield status
     except _user_error_types() as exc:
-        print(f"simhpc: error: {exc}", file=sys.stderr)
+        if launcher_rank() == 0:
+            print(f"simhpc: error: {exc}", file=sys.stderr)
         status.code = 2
     except KeyboardInterrupt:
         print("simhpc: interrupted", file=sys.stderr)

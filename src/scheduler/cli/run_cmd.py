@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from .common import CliError, print_json, table
+from .common import CliError, print_json
 
 HELP = "run an experiment (a TOML file, or the bundled default) and write its results (HDF5)"
 
@@ -25,62 +25,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="end the output with one JSON object of the figures")
 
 
-def _fmt(v: Any, unit: str = "") -> str:
-    if v is None:
-        return "-"
-    if unit == "time":
-        from models.units import format_time
-
-        return format_time(float(v))
-    if unit == "%":
-        return f"{100 * float(v):.2f} %"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
-
-
-def summary_rows(s: dict[str, Any]) -> list[list[Any]]:
-    """The summary table rows shared by ``run`` and ``show``."""
-    rows = [
-        ["experiment", s.get("name")],
-        ["machine", f"{s.get('machine')} ({s.get('nodes')} nodes)"],
-        ["jobs", f"{s.get('jobs')} ({s.get('jobs_run')} ran, {s.get('rejected')} rejected, "
-                 f"{s.get('killed')} killed, {s.get('failed')} failed; {s.get('app_jobs')} app jobs)"],
-        ["makespan", _fmt(s.get("makespan"), "time")],
-        ["utilization", _fmt(s.get("utilization"), "%")],
-        ["loss of capacity", _fmt(s.get("loss_of_capacity"), "%")],
-        ["mean wait", _fmt(s.get("mean_wait"), "time")],
-        ["max wait", _fmt(s.get("max_wait"), "time")],
-        ["mean bounded slowdown", _fmt(s.get("mean_bounded_slowdown"))],
-        ["mean network slowdown", _fmt(s.get("mean_network_slowdown"))],
-        ["network", f"{s.get('network_model')} (max queueing delay {_fmt(s.get('max_queue_delay'), 'time')})"],
-        ["events", f"{s.get('events')} on {s.get('ranks')} rank(s)"],
-        ["wall time", _fmt(s.get("wall_s"), "time")],
-    ]
-    return rows
-
-
 def run(args: argparse.Namespace) -> int:
-    from ..experiment import default_experiment_text, dumps, load, loads
+    from ..experiment import ConfigError, default_experiment_text, dumps, load, loads
     from ..experiment.runner import run_experiment
-    from pdes.parallel import world_comm
 
     overrides = list(args.overrides)
     if args.seed is not None:
         overrides.append(f"seed={args.seed}")
+    source = args.experiment or "<default experiment>"
     if args.experiment:
         exp = load(args.experiment, overrides)
     else:
-        exp = loads(default_experiment_text(), source="<default experiment>", overrides=overrides)
+        exp = loads(default_experiment_text(), source=source, overrides=overrides)
     if args.print_config:
         sys.stdout.write(dumps(exp))
         return 0
     out = None if args.no_out else (args.out or exp.output.path)
-    comm = world_comm()
+    comm = _world_comm()
     rank = comm.rank if comm is not None else 0
-    if out is not None and rank == 0:
-        _check_writable(out)
-    res = run_experiment(exp, comm=comm, progress=False if args.quiet else None)
+    if out is not None:
+        # Checked on rank 0 and shared, so that every rank stops (none waits for rank 0 in the run).
+        problem = _writable_problem(out) if rank == 0 else None
+        if comm is not None:
+            problem = comm.bcast(problem, root=0)
+        if problem:
+            raise CliError(problem)
+    try:
+        res = run_experiment(exp, comm=comm, progress=False if args.quiet else None)
+    except ConfigError as exc:
+        # Values checked only when the run builds its parts (allocator options, the trace file).
+        raise ConfigError(f"{source}: {exc}") from None
     if rank != 0:
         return 0
     assert res is not None
@@ -88,8 +62,10 @@ def run(args: argparse.Namespace) -> int:
         from ..results.hdf5 import write_results
 
         write_results(res, out)
+    from .show_cmd import summary_text
+
     s = res.summary()
-    print(table(summary_rows(s), ["figure", "value"]))
+    print(summary_text(s))
     if out is not None:
         print(f"results written to {out}")
     if args.json:
@@ -99,11 +75,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_writable(path: str) -> None:
+def _world_comm() -> Any:
+    from pdes.parallel import world_comm
+
+    try:
+        return world_comm()
+    except ImportError:
+        raise CliError("running under mpirun needs mpi4py: pip install 'simhpc[mpi]'") from None
+
+
+def _writable_problem(path: str) -> str | None:
+    """Why the results file cannot be written (None when it can)."""
     import os
 
+    if os.path.isdir(path):
+        return f"--out {path!r} is a directory; give a file name such as results.h5"
     d = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(d):
-        raise CliError(f"--out {path!r}: the folder {d!r} does not exist")
+        return f"--out {path!r}: the folder {d!r} does not exist"
     if not os.access(d, os.W_OK):
-        raise CliError(f"--out {path!r}: the folder {d!r} is not writable")
+        return f"--out {path!r}: the folder {d!r} is not writable"
+    return None

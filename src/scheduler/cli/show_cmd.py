@@ -82,6 +82,13 @@ def summary_rows(s: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
+def summary_text(s: dict[str, Any]) -> str:
+    """The summary table (what ``simhpc run`` prints at the end and ``simhpc show`` again)."""
+    rows = summary_rows(s)
+    w = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
+
+
 def _cell(v: Any) -> Any:
     if isinstance(v, float):
         return "-" if math.isnan(v) else v
@@ -115,9 +122,7 @@ def run(args: argparse.Namespace) -> int:
     s = res.summary()
     created = f", created {info['created']}" if info.get("created") else ""
     print(f"{args.file}: simhpc {info.get('simhpc_version')} results, schema {info.get('schema_version')}{created}")
-    rows = summary_rows(s)
-    w = max(len(k) for k, _ in rows)
-    print("\n".join(f"{k:<{w}}  {v}" for k, v in rows))
+    print(summary_text(s))
     out: dict[str, Any] = dict(s)
     out["file"] = str(args.file)
     if args.jobs:

@@ -177,7 +177,8 @@ class ProgressTicker(Entity):
     """Updates a progress bar every ``period`` seconds of simulated time (rank 0 only).
 
     Its ticks are ordinary events that depend on nothing but simulated time, so runs stay
-    deterministic; it stops once the scheduler has nothing left to do.
+    deterministic; it stops once the scheduler has nothing left to do. It counts its ticks,
+    which the run statistics leave out (a run's event count does not depend on the bar).
     """
 
     def __init__(self, period: float, bar: Any, sched_eid: int, total: int):
@@ -187,9 +188,11 @@ class ProgressTicker(Entity):
         self.total = total
         self.t0 = _time.perf_counter()
         self.done = 0
+        self.ticks = 0
         self.after(period, self.tick)
 
     def tick(self, _: Any = None) -> None:
+        self.ticks += 1
         sched = self.sim._local.get(self.sched_eid)
         if sched is None:
             return
@@ -274,8 +277,11 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     span = (max((j.submit_time for j in jobs), default=0.0) - min((j.submit_time for j in jobs), default=0.0))
     bar = _progress_bar(len(jobs), progress) if sim.rank == 0 else None
     # The ticker is added before the scheduler (entities added after it must not report ends).
-    sim.add_entity(ProgressTicker, max(span, 1.0) / 200.0, bar, sim.n_entities + 1, len(jobs),
-                   name="progress", rank=0) if bar is not None else sim.add_entity(_Idle, name="progress", rank=0)
+    if bar is not None:
+        ticker = sim.add_entity(ProgressTicker, max(span, 1.0) / 200.0, bar, sim.n_entities + 1, len(jobs),
+                                name="progress", rank=0)
+    else:
+        sim.add_entity(_Idle, name="progress", rank=0)
     sched = sim.add_entity(SchedulerEntity, name="scheduler", rank=0, jobs=jobs, allocator=alloc, ordering=pol,
                            backfill=bf, runner=runner, kill_overrun=sc.kill_overrun)
     if observer is not None:
@@ -287,6 +293,8 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     finally:
         if bar is not None:
             bar.close()
+    if bar is not None:
+        st = _without_ticks(st, ticker.ticks)
     netstats = net.stats()
     unfinished = _unfinished(sim, sched)
     if unfinished:
@@ -301,6 +309,16 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     return build_results(exp=exp, machine=machine, jobs=sched.jobs, trace_rejected=trace_rejected, alloc=alloc,
                          netstats=netstats, stats=st, runner=runner, ideal=ideal, workload=wl_report,
                          wall_s=_time.perf_counter() - t_start, rpn=rpn)
+
+
+def _without_ticks(st: Any, ticks: int) -> Any:
+    """Run statistics less the progress ticker's events (it runs on rank 0)."""
+    from dataclasses import replace
+
+    per_rank = list(st.events_per_rank)
+    if per_rank:
+        per_rank[0] -= ticks
+    return replace(st, events=st.events - ticks, events_per_rank=per_rank)
 
 
 class _Idle(Entity):

@@ -130,6 +130,7 @@ class DistSpec:
             else:
                 out[k] = _num(f"{p}.{k}", v)
         object.__setattr__(self, "params", out)
+        self.build()  # the distribution's own checks (e.g. low <= high), naming the key now
 
     def build(self) -> Any:
         """The workload distribution object."""
@@ -187,7 +188,8 @@ class MachineSpec:
 
             if not isinstance(self.topology, Mapping):
                 raise ConfigError(f"machine.topology: must be a table, got {self.topology!r}")
-            _name("machine.topology.family", self.topology.get("family"), FAMILIES)
+            family = _name("machine.topology.family", self.topology.get("family"), FAMILIES)
+            _check_topology_keys(family, FAMILIES[family], self.topology)
             for k in ("flops_per_node", "mem_bw_per_node"):
                 if getattr(self, k) is None:
                     raise ConfigError(f"machine.{k}: required for an inline topology (e.g. \"500GF\", \"100GB/s\")")
@@ -239,6 +241,25 @@ class MachineSpec:
         })
 
 
+def _check_topology_keys(family: str, cls: type, topology: Mapping[str, Any]) -> None:
+    """Unknown and missing keys of an inline topology, named with the family's parameters."""
+    import inspect
+
+    params = [p for p in inspect.signature(cls.__init__).parameters.values()
+              if p.name != "self" and p.kind is not p.VAR_KEYWORD]
+    valid = ["family", *(p.name for p in params)]
+    unknown = [k for k in topology if k not in valid]
+    if unknown:
+        raise ConfigError(f"machine.topology: unknown key(s) {', '.join(map(repr, unknown))} for a {family}; "
+                          f"valid: {', '.join(valid)}")
+    # A radix-shaped fat-tree derives its levels' port counts from the radix.
+    shaped = family == "fattree" and "radix" in topology
+    missing = [p.name for p in params if p.default is p.empty and p.name not in topology and not shaped]
+    if missing:
+        raise ConfigError(f"machine.topology: a {family} needs {', '.join(map(repr, missing))}; "
+                          f"valid: {', '.join(valid)}")
+
+
 def _tuples(v: Any) -> Any:
     if isinstance(v, list):
         return tuple(_tuples(x) for x in v)
@@ -259,6 +280,9 @@ def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------- workload
 WORKLOAD_KINDS = ("synthetic", "swf")
+#: The keys of each workload kind (besides ``kind``).
+SYNTHETIC_KEYS = ("jobs", "inter_arrival", "size", "run_time", "request_factor", "users")
+SWF_KEYS = ("trace", "limit", "size_scale", "time_scale", "skip_malformed")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -271,23 +295,43 @@ class WorkloadSpec:
     is relative to the experiment file), optionally the first ``limit``, with sizes
     multiplied by ``size_scale`` and times by ``time_scale`` (to fit a trace to another
     machine). Job sizes are processes; a job needs ceil(size / ranks per node) nodes.
+
+    The keys of one kind are refused with the other (``jobs`` does not cut a trace: use
+    ``limit``); unset keys of this kind take their defaults (200 jobs, 16 users, the
+    distributions below; scales 1, ``skip_malformed`` false), the other kind's stay None.
     """
 
     kind: str = "synthetic"
-    jobs: int = 200
+    jobs: int | None = None
     inter_arrival: Any = None
     size: Any = None
     run_time: Any = None
     request_factor: Any = None
-    users: int = 16
+    users: int | None = None
     trace: str | None = None
     limit: int | None = None
-    size_scale: float = 1.0
-    time_scale: float = 1.0
-    skip_malformed: bool = False
+    size_scale: float | None = None
+    time_scale: float | None = None
+    skip_malformed: bool | None = None
 
     def __post_init__(self) -> None:
         _name("workload.kind", self.kind, WORKLOAD_KINDS)
+        mine, other = ((SYNTHETIC_KEYS, SWF_KEYS) if self.kind == "synthetic" else (SWF_KEYS, SYNTHETIC_KEYS))
+        given = [k for k in other if getattr(self, k) is not None]
+        if given:
+            other_kind = "swf" if self.kind == "synthetic" else "synthetic"
+            hint = " (to use part of a trace, give limit)" if "jobs" in given else ""
+            raise ConfigError(f"workload.{given[0]}: only valid with kind = \"{other_kind}\"{hint}; "
+                              f"valid for kind = \"{self.kind}\": kind, {', '.join(mine)}")
+        if self.kind == "synthetic":
+            self._synthetic()
+        else:
+            self._swf()
+
+    def _synthetic(self) -> None:
+        for k, v in (("jobs", 200), ("users", 16)):
+            if getattr(self, k) is None:
+                object.__setattr__(self, k, v)
         _int("workload.jobs", self.jobs, 1)
         _int("workload.users", self.users, 1)
         defaults = {
@@ -299,11 +343,13 @@ class WorkloadSpec:
         for k, (dflt, is_time) in defaults.items():
             v = getattr(self, k)
             object.__setattr__(self, k, DistSpec.parse(f"workload.{k}", dflt if v is None else v, time=is_time))
-        if self.kind == "swf":
-            if not isinstance(self.trace, str) or not self.trace:
-                raise ConfigError("workload.trace: a swf workload needs trace = \"path/to/file.swf[.gz]\"")
-        elif self.trace is not None:
-            raise ConfigError("workload.trace: only valid with kind = \"swf\"")
+
+    def _swf(self) -> None:
+        if not isinstance(self.trace, str) or not self.trace:
+            raise ConfigError("workload.trace: a swf workload needs trace = \"path/to/file.swf[.gz]\"")
+        for k, v in (("size_scale", 1.0), ("time_scale", 1.0), ("skip_malformed", False)):
+            if getattr(self, k) is None:
+                object.__setattr__(self, k, v)
         if self.limit is not None:
             _int("workload.limit", self.limit, 1)
         _num("workload.size_scale", self.size_scale, 0.0)

@@ -143,8 +143,7 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str],
         for i, p in enumerate(parts[:-1]):
             nxt = parts[i + 1]
             if isinstance(node, list):
-                if not p.isdigit() or int(p) >= len(node):
-                    raise ConfigError(f"--set {key}: {'.'.join(parts[:i])} has {len(node)} entries; use an index 0..{len(node) - 1}")
+                _check_index(key, ".".join(parts[:i]), node, p)
                 node = node[int(p)]
                 continue
             if p not in node:
@@ -152,14 +151,22 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str],
             node = node[p]
         last = parts[-1]
         if isinstance(node, list):
-            if not last.isdigit() or int(last) >= len(node):
-                raise ConfigError(f"--set {key}: index out of range")
+            _check_index(key, ".".join(parts[:-1]), node, last)
             node[int(last)] = value
         elif isinstance(node, dict):
             node[last] = value
         else:
             raise ConfigError(f"--set {key}: {'.'.join(parts[:-1])} is not a table")
     return out
+
+
+def _check_index(key: str, where: str, items: list, index: str) -> None:
+    """``index`` must select an existing entry of the array ``items`` (at ``where``)."""
+    if not items:
+        raise ConfigError(f"--set {key}: {where} has no entries to index (the file gives none); set the whole "
+                          f"array instead, e.g. --set '{where}=[{{ ... }}]'")
+    if not index.isdigit() or int(index) >= len(items):
+        raise ConfigError(f"--set {key}: {where} has {len(items)} entries; use an index 0..{len(items) - 1}")
 
 
 # ------------------------------------------------------------------------------- writing

@@ -55,7 +55,8 @@ def plot_files(items: Sequence[Results | str | os.PathLike[str]], out_dir: str |
     """Draw every figure for ``items`` (results or paths to results files) into ``out_dir``.
 
     Comparison figures (``wait_cdf``, ``utilization``, ``aph_by_size``, ``slowdown``) get
-    every file on one plot, labelled by experiment name (or ``labels``); ``gantt_<stem>``
+    every file on one plot, labelled by experiment name (or ``labels``; by file stem when
+    files of one experiment are compared, e.g. two policies); ``gantt_<stem>``
     and ``link_heatmap_<stem>`` are drawn per file, ``<stem>`` being the file's name without
     its extension (from ``stems`` when given, e.g. the paths the results were read from).
     A figure that has nothing to draw (e.g. no ideal-network runtimes, no network) is skipped
@@ -67,10 +68,14 @@ def plot_files(items: Sequence[Results | str | os.PathLike[str]], out_dir: str |
     results = [as_results(x) for x in items]
     if not results:
         raise ValueError("no results given")
-    names = labels_for(results, labels)
     if stems is not None and len(stems) != len(items):
         raise ValueError(f"stems: {len(stems)} given for {len(items)} results")
     names_of_files = _stems(list(stems) if stems is not None else items)
+    named = stems is not None or all(isinstance(x, (str, os.PathLike)) for x in items)
+    if labels is None and named and len({r.name for r in results}) < len(results):
+        # Runs of one experiment (say, two policies): the experiment names cannot tell them apart.
+        labels = names_of_files
+    names = labels_for(results, labels)
     out = ensure_dir(out_dir)
     report = PlotOutput()
 

@@ -139,7 +139,7 @@ def link_heatmap(results: ResultsLike, fig: Any = None, *, max_routers: int = 12
     grouped = " in " in what
     ax.set_xlabel("destination group" if grouped else "destination router")
     ax.set_ylabel("source group" if grouped else "source router")
-    ax.set_title(f"{r.name}: link utilization ({what})", fontsize="medium")
+    ax.set_title(f"{r.name}: link utilization\n({what})", fontsize="medium")
     axs = fig.add_subplot(gs[1, 0])
     axs.imshow(np.ma.masked_invalid(strip), cmap=cmap, norm=norm, interpolation="nearest", aspect="auto",
                extent=(0, nodes, 1.5, -0.5))
