@@ -48,7 +48,7 @@ def test_explicit_placement_and_listing(capsys):
 
 @pytest.mark.parametrize("argv,msg", [
     (["ring", "--ranks", "4", "--arg", "size=5"], "app 'ring' has no parameter 'size'; parameters: ring(iters=10, nbytes=65536, compute_s=0.0)"),
-    (["ring", "--ranks", "4", "--arg", "nbytes"], "--arg 'nbytes': write KEY=VALUE"),
+    (["ring", "--ranks", "4", "--arg", "nbytes"], "app argument 'nbytes': write KEY=VALUE"),
     (["timekeeper", "--ranks", "4"], "app 'timekeeper' needs argument 'runtime'; parameters: timekeeper(runtime)"),
     (["rang", "--ranks", "4"], "unknown app 'rang'; valid: allreduce"),
     (["ring"], "--ranks is required"),
@@ -73,3 +73,19 @@ def test_app_failures_are_reported_with_status_1(capsys):
     assert code == 1 and out == ""
     assert "simhpc: error: deadlock in job 0 (app 't-cli-deadlock'): 2 of 2 ranks blocked forever" in err
     assert "rank 1 on node 0: recv(source=0, tag=ANY_TAG, comm=world)" in err
+
+
+def test_app_arguments_as_trailing_key_values_equal_arg_options(capsys):
+    base = ["--machine", "tiny-torus", "--ranks", "8", "--ranks-per-node", "1", "--json"]
+    _, a, _ = cli(capsys, "ring", *base, "--arg", "nbytes=16KiB", "--arg", "iters=3")
+    code, b, err = cli(capsys, "ring", *base, "nbytes=16KiB", "iters=3")
+    _, c, _ = cli(capsys, "ring", "nbytes=16KiB", *base, "iters=3")
+    assert code == 0 and err == ""
+    ja, jb, jc = (json.loads(x.strip().splitlines()[-1]) for x in (a, b, c))
+    assert ja["args"] == jb["args"] == jc["args"] == {"nbytes": "16KiB", "iters": 3}
+    assert ja["runtime"] == jb["runtime"] == jc["runtime"] > 0
+    # Anything else left over is still an unrecognized argument.
+    with pytest.raises(SystemExit) as exc:
+        main(["app", "ring", *base, "--bogus"])
+    assert exc.value.code == 2
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err

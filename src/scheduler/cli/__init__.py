@@ -49,13 +49,20 @@ def build_parser() -> argparse.ArgumentParser:
     for name, mod in _available().items():
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(_run=mod.run, _take_extra=getattr(mod, "take_extra", None))
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # parse_known_args: a subcommand may take positional arguments after its options (the app
+    # arguments of `simhpc app NAME --ranks 8 nbytes=1KiB`), which argparse leaves over.
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        take = getattr(args, "_take_extra", None)
+        rest = take(args, extra) if take is not None else extra
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if getattr(args, "_run", None) is None:
         parser.print_help(sys.stderr)
         return 2

@@ -15,6 +15,8 @@ HELP = "run one skeleton app alone on a machine: predicted runtime, bytes sent, 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", metavar="NAME", help="registered app (see --list)")
+    parser.add_argument("app_args", nargs="*", metavar="KEY=VALUE",
+                        help="app arguments after the name or at the end, e.g. nbytes=64KiB iters=3 (same as --arg)")
     parser.add_argument("--list", action="store_true", help="list the apps and their parameters")
     parser.add_argument("--machine", default="tiny-torus", help="machine preset (default: tiny-torus; see simhpc machine --list)")
     parser.add_argument("--ranks", type=int, default=None, help="number of ranks (required to run)")
@@ -33,6 +35,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="an app argument (repeatable); values are Python literals or strings, e.g. nbytes=64KiB, grid=[4,4,2]")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+
+
+def take_extra(args: argparse.Namespace, extra: list[str]) -> list[str]:
+    """App arguments given after the options (``... --ranks 8 nbytes=1KiB``): argparse leaves
+    them over; keep the KEY=VALUE ones and return the rest (reported as unrecognized)."""
+    rest = []
+    for item in extra:
+        if not item.startswith("-") and "=" in item:
+            args.app_args.append(item)
+        else:
+            rest.append(item)
+    return rest
 
 
 def _value(text: str) -> Any:
@@ -98,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     if args.end_time is not None:
         options["end_time"] = parse_time(args.end_time, what="--end-time")
     algorithms = {k: str(v) for k, v in _pairs(args.algorithm, "--algorithm").items()}
-    app_args = _pairs(args.arg, "--arg")
+    app_args = _pairs(list(args.app_args) + list(args.arg), "app argument")
     comm = world_comm()
     install_abort_hook(comm)
     rank = comm.rank if comm is not None else 0
