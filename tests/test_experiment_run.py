@@ -185,3 +185,44 @@ at = ["100s", "200s"]
     r = run_experiment(exp, comm=None, progress=False)
     f = r.jobs["foreground"]
     assert f.sum() == 2 and (r.jobs["app"][f] == "stencil3d").all() and (r.jobs["status"][f] == "completed").all()
+
+
+def test_topology_rank_mapping_embeds_a_cartesian_app_and_its_ideal_baseline_uses_it():
+    # One 8-rank stencil on nodes 0..7 of a 4x4x4 torus (x fastest: a 4x2x1 box). With the
+    # grid 4x2x1 and block mapping, grid neighbours along the first dimension are 2 hops
+    # apart; topology-aware mapping embeds the grid in the box (every neighbour 1 hop away).
+    def run(mapping):
+        exp = loads(f"""
+seed = 1
+[machine]
+preset = "tiny-torus"
+[workload]
+jobs = 1
+size = 8
+run_time = "1min"
+[[apps]]
+name = "stencil3d"
+args = {{ grid = [4, 2, 1], face_bytes = "32KiB", iters = 3 }}
+request_time = "10min"
+[scheduler]
+allocator = "firstfree"
+ranks_per_node = 1
+mapping = "{mapping}"
+""")
+        return run_experiment(exp, comm=None, progress=False).jobs
+
+    block, topo = run("block"), run("topology")
+    assert (block["status"] == "completed").all() and (topo["status"] == "completed").all()
+    assert list(block["nodes"]) == list(topo["nodes"]) == [8]
+    # Same bytes, fewer hops: the mapping changed where the traffic goes.
+    assert topo["bytes_sent"][0] == block["bytes_sent"][0] > 0
+    assert topo["hop_bytes"][0] < block["hop_bytes"][0]
+    # The ideal baseline repeats the job with the same rank placement, so it is never slower
+    # than the run itself, and the embedded job is faster on the ideal network too.
+    assert topo["run"][0] >= topo["ideal_run"][0] * (1 - 1e-12)
+    assert topo["ideal_run"][0] < block["ideal_run"][0]
+
+
+def test_an_unknown_mapping_names_the_valid_ones():
+    with pytest.raises(Exception, match="block, round_robin, topology"):
+        loads('[machine]\npreset = "tiny-torus"\n[scheduler]\nmapping = "snake"\n')

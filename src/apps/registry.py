@@ -18,6 +18,10 @@ events per job).
 
 ``@app(name, validate=fn)`` adds a check ``fn(size, **args)`` run before the simulation
 (e.g. that a process grid has ``size`` cells); it raises ``ValueError`` with a message.
+
+``@app(name, grid=fn)`` declares a Cartesian app: ``fn(size, **args)`` returns the dims of
+its process grid (row-major ranks, as ``MPI_Cart_create``), which topology-aware rank
+mapping uses to put grid neighbours on nearby nodes (:meth:`AppInfo.process_grid`).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class AppInfo:
         var_kw: the function accepts ``**kwargs`` (any argument name is valid).
         summary: the first paragraph of the function's docstring, on one line.
         validate: optional check ``validate(size, **args)`` run before the simulation.
+        grid: optional ``grid(size, **args)`` giving the process grid of a Cartesian app.
     """
 
     name: str
@@ -62,6 +67,14 @@ class AppInfo:
     var_kw: bool
     summary: str
     validate: Callable[..., Any] | None = None
+    grid: Callable[..., Any] | None = None
+
+    def process_grid(self, size: int, args: Mapping[str, Any] | None = None) -> tuple[int, ...] | None:
+        """The process grid of ``size`` ranks with ``args`` (None: not a Cartesian app)."""
+        if self.grid is None:
+            return None
+        full = {**{p: d for p, d in self.params if d is not REQUIRED}, **dict(args or {})}
+        return tuple(int(x) for x in self.grid(size, **full))
 
     def signature(self) -> str:
         """The parameters as ``name(a, b=1, ...)`` for messages and listings."""
@@ -87,7 +100,8 @@ _BUILTINS_LOADED = False
 
 
 def app(
-    name: str, *, per_rank: bool = True, validate: Callable[..., Any] | None = None
+    name: str, *, per_rank: bool = True, validate: Callable[..., Any] | None = None,
+    grid: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as app ``name`` (see the module docstring)."""
     if not isinstance(name, str) or not name:
@@ -116,6 +130,7 @@ def app(
         _APPS[name] = AppInfo(
             name=name, fn=fn, per_rank=bool(per_rank), params=tuple(params), var_kw=var_kw,
             summary=" ".join(doc.split("\n\n")[0].split()).replace("``", ""), validate=validate,
+            grid=grid,
         )
         return fn
 

@@ -27,6 +27,13 @@ def _checker(ndims: int):
     return check
 
 
+def _dims(ndims: int):
+    def dims(size: int, *, grid: Any, **_: Any) -> tuple[int, ...]:
+        return _grid(grid, ndims, size) or dims_create(size, ndims)
+
+    return dims
+
+
 def stencil(mpi: Any, ndims: int, grid: Sequence[int] | str | None, face_bytes: Any, iters: int, compute_s: Any,
             periodic: bool) -> None:
     """The halo exchange of ``ndims`` dimensions (the body of the stencil skeletons)."""
@@ -40,7 +47,7 @@ def stencil(mpi: Any, ndims: int, grid: Sequence[int] | str | None, face_bytes: 
         cart.halo_exchange(faces)
 
 
-@app("stencil2d", validate=_checker(2))
+@app("stencil2d", validate=_checker(2), grid=_dims(2))
 def stencil2d(mpi: Any, *, grid: Any = None, face_bytes: Any = 8192, iters: int = 10, compute_s: Any = 0.0,
               periodic: bool = True) -> None:
     """``iters`` times: compute, then exchange ``face_bytes`` (one size, or one per dimension)
@@ -48,7 +55,7 @@ def stencil2d(mpi: Any, *, grid: Any = None, face_bytes: Any = 8192, iters: int 
     stencil(mpi, 2, grid, face_bytes, iters, compute_s, periodic)
 
 
-@app("stencil3d", validate=_checker(3))
+@app("stencil3d", validate=_checker(3), grid=_dims(3))
 def stencil3d(mpi: Any, *, grid: Any = None, face_bytes: Any = 8192, iters: int = 10, compute_s: Any = 0.0,
               periodic: bool = True) -> None:
     """``iters`` times: compute, then exchange ``face_bytes`` with the 6 neighbours of a 3D
@@ -56,7 +63,7 @@ def stencil3d(mpi: Any, *, grid: Any = None, face_bytes: Any = 8192, iters: int 
     stencil(mpi, 3, grid, face_bytes, iters, compute_s, periodic)
 
 
-@app("stencil4d", validate=_checker(4))
+@app("stencil4d", validate=_checker(4), grid=_dims(4))
 def stencil4d(mpi: Any, *, grid: Any = None, face_bytes: Any = 8192, iters: int = 10, compute_s: Any = 0.0,
               periodic: bool = True) -> None:
     """``iters`` times: compute, then exchange ``face_bytes`` with the 8 neighbours of a 4D

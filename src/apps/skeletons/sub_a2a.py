@@ -32,7 +32,11 @@ def _check(size: int, *, grid: Any, along: Any, nbytes: Any, iters: int, compute
     _algorithm(algorithm, "alltoall")
 
 
-@app("sub-a2a", validate=_check)
+def _dims(size: int, *, grid: Any, **_: Any) -> tuple[int, ...]:
+    return _grid(grid, 3, size) or dims_create(size, 3)
+
+
+@app("sub-a2a", validate=_check, grid=_dims)
 def sub_a2a(mpi: Any, *, grid: Any = None, along: Any = "x", nbytes: Any = 4096, iters: int = 10, compute_s: Any = 0.0,
             algorithm: str | None = None) -> None:
     """``iters`` times: compute, then for each group of axes in ``along`` an all-to-all of

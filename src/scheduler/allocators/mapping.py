@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import UserError
 from .orderings import hilbert_index
 
-__all__ = ["RANK_MAPPINGS", "map_ranks", "cartesian_neighbors"]
+__all__ = ["JOB_MAPPINGS", "RANK_MAPPINGS", "job_rank_nodes", "map_ranks", "cartesian_neighbors"]
 
 
 def _nodes(nodes: Any) -> np.ndarray:
@@ -177,6 +177,37 @@ def map_ranks(nodes: Any, n_ranks: int, *, method: str = "block", ranks_per_node
     if int(rpn) * len(a) < n_ranks:
         raise UserError(f"rank mapping: {n_ranks} ranks do not fit {len(a)} nodes at {rpn} ranks per node")
     return fn(a, n_ranks, int(rpn), topology=topology, grid=grid).astype(np.int64)
+
+
+#: The mappings a job of an experiment or a study can name (``scheduler.mapping``).
+JOB_MAPPINGS = ("block", "round_robin", "topology")
+
+
+def job_rank_nodes(app: str, args: Any, size: int, nodes: Sequence[int], ranks_per_node: int, mapping: str,
+                   topology: Any) -> tuple[int, ...]:
+    """The node of every rank of a job running ``app`` with ``args`` on ``nodes``.
+
+    ``block`` and ``round_robin`` are the MPI launcher's mappings (:func:`apps.mapping.map_ranks`);
+    ``topology`` is :func:`map_ranks` with ``method="topology"``, the process grid taken from
+    the app when it is Cartesian (``@app(..., grid=...)``: the stencils, sub-a2a), so grid
+    neighbours land on nearby nodes. Errors are :class:`apps.errors.AppConfigError` (the
+    job cannot run as configured).
+    """
+    from apps.errors import AppConfigError
+    from apps.mapping import map_ranks as launcher_map
+    from apps.registry import get_app
+
+    if mapping != "topology":
+        return launcher_map(size, [int(n) for n in nodes], ranks_per_node, mapping)
+    try:
+        grid = get_app(app).process_grid(size, args)
+    except (ValueError, TypeError) as exc:
+        raise AppConfigError(f"app {app!r} with {size} ranks: {exc}") from None
+    try:
+        out = map_ranks(nodes, size, method="topology", ranks_per_node=ranks_per_node, topology=topology, grid=grid)
+    except UserError as exc:
+        raise AppConfigError(str(exc)) from None
+    return tuple(int(x) for x in out)
 
 
 def cartesian_neighbors(grid: Sequence[int], periods: bool | Sequence[bool] = True) -> tuple[np.ndarray, np.ndarray]:

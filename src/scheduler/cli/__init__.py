@@ -66,8 +66,16 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "_run", None) is None:
         parser.print_help(sys.stderr)
         return 2
-    with user_errors() as status:
-        status.code = args._run(args)
+    try:
+        with user_errors() as status:
+            status.code = args._run(args)
+    except BrokenPipeError:
+        # The reader went away (`simhpc machine cab | head`): not an error of ours. Point
+        # stdout at devnull so that the interpreter's final flush does not fail again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return status.code
 
 

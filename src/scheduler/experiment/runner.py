@@ -109,9 +109,13 @@ class AppJobRunner:
 
     enforces_walltime = False  # the scheduler sets a wall-time timer per job and calls kill()
 
-    def __init__(self, *, ranks_per_node: int, mapping: str, options: Any, observer: Any = None):
+    def __init__(self, *, ranks_per_node: int, mapping: str, options: Any, observer: Any = None,
+                 topology: Any = None):
         self.ranks_per_node = ranks_per_node
         self.mapping = mapping
+        self.topology = topology
+        # Node of every rank of each launched app job (the ideal baseline reuses it).
+        self.rank_nodes: dict[int, tuple[int, ...]] = {}
         self.options = options
         self.observer = observer
         self.manager: Any = None
@@ -126,13 +130,15 @@ class AppJobRunner:
             sched.after(job.run_time, sched.end_timer, (job, JobStatus.COMPLETED, None))
             return
         from apps.errors import AppConfigError
-        from apps.mapping import map_ranks
         from apps.node import LaunchSpec
         from apps.registry import bind_args
 
+        from ..allocators.mapping import job_rank_nodes
+
         try:
             args = bind_args(job.app_name, job.app_args, size=job.job_size)
-            rank_nodes = map_ranks(job.job_size, [int(n) for n in nodes], self.ranks_per_node, self.mapping)
+            rank_nodes = job_rank_nodes(job.app_name, args, job.job_size, nodes, self.ranks_per_node, self.mapping,
+                                        self.topology)
         except AppConfigError as exc:
             # The job cannot run as configured: it fails at once, with the reason recorded.
             sched.after(0.0, sched.end_timer, (job, JobStatus.FAILED, {"reason": str(exc)}))
@@ -144,6 +150,7 @@ class AppJobRunner:
             allowed = self.allowed_links[job.job_id] = np.flatnonzero(reserved(job.job_id))
         spec = LaunchSpec.build(job=job.job_id, app=job.app_name, args=args, rank_nodes=rank_nodes,
                                 report_to=self.manager.eid, options=self.options, allowed_links=allowed)
+        self.rank_nodes[job.job_id] = tuple(rank_nodes)
         self._jobs[job.job_id] = (sched, job)
         self.manager.launch_at(0.0, spec)
         if self.observer is not None:
@@ -265,7 +272,7 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     net = Network(sim, topo, exp.network, mem_bw=float(machine.mem_bw_per_node), node_cls=MpiNode, node_args=(shared,))
     runner = AppJobRunner(ranks_per_node=rpn, mapping=sc.mapping,
                           options=MpiOptions(eager_threshold=sc.eager_threshold, algorithms=dict(sc.algorithms)),
-                          observer=observer)
+                          observer=observer, topology=machine.topology)
     mgr = sim.add_entity(JobManager, net.node_offset, runner.on_end, name="job_manager", rank=0)
     runner.manager = mgr
     try:
@@ -303,7 +310,7 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
         _ideal_runs(exp, machine, rpn, None, sim)
         return None
     assert sched is not None
-    ideal = _ideal_runs(exp, machine, rpn, sched.jobs, sim, runner.allowed_links)
+    ideal = _ideal_runs(exp, machine, rpn, sched.jobs, sim, runner.allowed_links, runner.rank_nodes)
     from .results_builder import build_results
 
     return build_results(exp=exp, machine=machine, jobs=sched.jobs, trace_rejected=trace_rejected, alloc=alloc,
@@ -349,7 +356,8 @@ def _unfinished(sim: Simulator, sched: Any) -> str:
 
 
 def _ideal_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | None, sim: Simulator,
-                allowed: dict[int, np.ndarray] | None = None) -> dict[int, float]:
+                allowed: dict[int, np.ndarray] | None = None,
+                rank_nodes: dict[int, tuple[int, ...]] | None = None) -> dict[int, float]:
     """Runtime of every completed app job alone on the ideal network, on the same nodes.
 
     Under mpirun the jobs are dealt out over the ranks (each run is a small sequential
@@ -358,22 +366,23 @@ def _ideal_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | None,
     if not exp.scheduler.ideal_baseline:
         return {}
     allowed = allowed or {}
+    rank_nodes = rank_nodes or {}
+    sc = exp.scheduler
     todo = None
     if jobs is not None:
         todo = [(j.job_id, j.app_name, dict(j.app_args), j.job_size, [int(n) for n in j.assigned_nodes],
-                 allowed.get(j.job_id))
+                 allowed.get(j.job_id), _mapping_of(sc.mapping, j, rank_nodes))
                 for j in jobs if j.app_name != TIMEKEEPER and j.status == JobStatus.COMPLETED]
     if sim.comm is not None and sim.size > 1:
         todo = sim.comm.bcast(todo, root=0)
     from apps.run import run_app
 
-    sc = exp.scheduler
     mine: dict[int, float] = {}
-    for i, (jid, app, args, size, nodes, links) in enumerate(todo or ()):
+    for i, (jid, app, args, size, nodes, links, mapping) in enumerate(todo or ()):
         if i % sim.size != sim.rank:
             continue
         r = run_app(machine, app, size, placement=nodes, network=_ideal_config(exp), ranks_per_node=rpn,
-                    mapping=sc.mapping, seed=exp.seed, comm=None, eager_threshold=sc.eager_threshold,
+                    mapping=mapping, seed=exp.seed, comm=None, eager_threshold=sc.eager_threshold,
                     algorithms=dict(sc.algorithms), app_args=args, job_id=jid, hot_links=0, allowed_links=links)
         mine[jid] = r.runtime
     if sim.comm is not None and sim.size > 1:
@@ -382,6 +391,15 @@ def _ideal_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | None,
             return {}
         mine = {k: v for p in parts for k, v in p.items()}
     return mine
+
+
+def _mapping_of(mapping: str, job: Job, rank_nodes: dict[int, tuple[int, ...]]) -> Any:
+    """The mapping that repeats a job's ranks on the same nodes: the launcher's by name, or
+    the node index of every rank (topology-aware mapping, decided once at launch)."""
+    if mapping != "topology":
+        return mapping
+    pos = {int(n): i for i, n in enumerate(job.assigned_nodes)}
+    return [pos[n] for n in rank_nodes[job.job_id]]
 
 
 def _ideal_config(exp: Experiment) -> Any:

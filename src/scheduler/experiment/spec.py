@@ -456,7 +456,7 @@ class ForegroundSpec:
 
 
 # ------------------------------------------------------------------------------ scheduler
-MAPPINGS = ("block", "round_robin")
+from ..allocators.mapping import JOB_MAPPINGS as MAPPINGS  # noqa: E402 - next to its use
 
 
 @dataclass(frozen=True, kw_only=True)
