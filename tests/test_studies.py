@@ -146,6 +146,80 @@ def test_interference_free_allocator_gives_no_slowdown():
     assert np.array_equal(r["runtime"], r["alone"]) and (r["other_bytes"] == 0).all()
 
 
+FT8 = {"name": "ft8", "topology": {"family": "fattree", "radix": 8, "levels": 3}, "cores_per_node": 4,
+       "flops_per_node": "100GF", "mem_bw_per_node": "20GB/s"}  # 128 nodes, 4 per leaf
+
+
+def test_link_reserving_allocator_confines_every_job_to_its_links(monkeypatch):
+    # jigsaw reserves switch links for each job and the study routes each job only over its
+    # own: the foreground's run among the background is its run alone. Without the
+    # confinement the same placements share links (the check below that it matters).
+    from scheduler.allocators.isolating import JigsawState
+
+    st = _study(machine=FT8, allocator="jigsaw", k=(6,), seeds=4,
+                foreground=ForegroundJob(app="alltoall", ranks=21, args={"iters": 2, "nbytes": "32KiB"}),
+                background=(BackgroundApp(app="alltoall", ranks=(3, 30), args={"iters": 4, "nbytes": "64KiB"}),))
+    r = run_study(st, comm=None).runs
+    ok = r["status"] == "ok"
+    assert ok.sum() >= 3
+    assert (r["status"][~ok] == "unplaced").all() and all(r["reason"][~ok])
+    assert np.array_equal(r["runtime"][ok], r["alone"][ok]) and (r["other_bytes"][ok] == 0).all()
+    monkeypatch.setattr(JigsawState, "allowed_links", None)
+    free = run_study(st, comm=None).runs
+    assert list(free["status"]) == list(r["status"])
+    assert (free["other_bytes"][ok] > 0).all() and (free["slowdown"][ok] > 1).all()
+
+
+JIGSAW_TRACE_TOML = """
+[study]
+name = "jigsaw-trace"
+mode = "trace"
+seeds = 2
+allocator = "jigsaw"
+ranks_per_node = 1
+
+[machine]
+name = "ft8"
+cores_per_node = 4
+flops_per_node = "100GF"
+mem_bw_per_node = "20GB/s"
+topology = { family = "fattree", radix = 8, levels = 3 }
+
+[foreground]
+app = "alltoall"
+ranks = 21
+args = { iters = 3, nbytes = "32KiB", compute_s = 0.05 }
+
+[[background]]
+app = "pairs"
+args = { iters = 60, nbytes = "64KiB", compute_s = 0.05 }
+
+[workload]
+kind = "synthetic"
+jobs = 10
+inter_arrival = { dist = "exponential", mean = "1s" }
+size = { dist = "uniform", low = 3, high = 30 }
+run_time = { dist = "constant", value = "2s" }
+request_factor = { dist = "constant", value = 1.5 }
+"""
+
+
+def test_trace_runtime_is_measured_like_the_runtime_alone(monkeypatch):
+    # In trace mode the runtime runs from the foreground's first rank start to its last rank
+    # end, as alone and ideal do (not from the scheduler's launch to the end report, which
+    # would add two messages' latency). Isolated by jigsaw's links, it is its run alone up
+    # to the rounding of event times at a later start.
+    from scheduler.allocators.isolating import JigsawState
+
+    st = loads_study(JIGSAW_TRACE_TOML)
+    r = run_study(st, comm=None).runs
+    assert (r["status"] == "ok").all() and (r["bg_jobs"] >= 1).all() and (r["start"] > 0).all()
+    assert np.allclose(r["runtime"], r["alone"], rtol=1e-10, atol=0) and (r["other_bytes"] == 0).all()
+    assert np.allclose(r["end"] - r["start"], r["runtime"], rtol=1e-15)
+    monkeypatch.setattr(JigsawState, "allowed_links", None)
+    assert (run_study(st, comm=None).runs["other_bytes"] > 0).all()
+
+
 def test_unplaced_runs_are_counted_with_a_reason():
     st = _study(k=(0, 5), seeds=1, background=(BackgroundApp(app="pairs", ranks=(9, 12), args={"iters": 2}),))
     res = run_study(st, comm=None)
@@ -385,7 +459,9 @@ def test_repro_script_imports_and_has_help(name, capsys, monkeypatch):
     assert "--full" in out and "--out" in out and "--tiny" in out
 
 
-@pytest.mark.parametrize("name", ["repro_obaida_liu", "repro_albing"])
+# repro_zhou --tiny takes about 20 s (a 1,024-node all-to-all on three partitions); its
+# command line is checked above.
+@pytest.mark.parametrize("name", ["repro_obaida_liu", "repro_albing", "repro_pollard", "repro_jigsaw"])
 def test_repro_tiny_mode_prints_a_table_and_json(name, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     p = subprocess.run([sys.executable, str(SCRIPTS / f"{name}.py"), "--tiny", "--out", str(tmp_path)],
@@ -396,6 +472,16 @@ def test_repro_tiny_mode_prints_a_table_and_json(name, tmp_path):
     fig = json.loads(lines[-1])
     assert fig["script"] == name and fig["scale"] == "tiny"
     assert any(f.endswith(".png") for f in os.listdir(tmp_path))
+    if name == "repro_pollard":
+        # Every pattern ran under both allocators; t123 isolates the foreground exactly.
+        pats = fig["patterns"]
+        assert sorted(pats) == ["pairs", "stencil3d", "sub-a2a", "unstr-mesh"]
+        assert all(v["pairs"] == 1 and v["slowdown_t123"] == 1.0 and v["speedup"] > 0 for v in pats.values())
+        assert set(fig["cluster"]) >= {"random", "t123", "utilization_t123_over_random"}
+    if name == "repro_jigsaw":
+        for per in fig["machines"].values():
+            assert sorted(per) == ["firstfree", "jigsaw", "t123"] and per["firstfree"]["vs_firstfree"] == 1.0
+            assert all(0 < v["utilization"] <= 1 for v in per.values())
 
 
 # ------------------------------------------------------------------------- docs, examples

@@ -458,6 +458,8 @@ class _TraceObserver:
         self.probes: list[LinkProbe] = []
         self.sim: Any = None
         self.fg_id: int | None = None
+        # The foreground's run as its ranks saw it (rank 0): status, start and end.
+        self.fg_run: tuple[str, float, float] | None = None
 
     def attach(self, sim: Simulator, net: Any, mgr: Any) -> None:
         self.sim = sim
@@ -477,6 +479,7 @@ class _TraceObserver:
 
     def job_ended(self, rec: Any) -> None:
         if rec.job == self.fg_id:
+            self.fg_run = (rec.status, float(rec.start), float(rec.end))
             self._snap("end")
 
 
@@ -518,7 +521,7 @@ def _trace_run(ctx: _Context, index: int, seed: int, comm: Any) -> RunOutcome:
     snaps = _gather_snaps(obs.sim, obs.probes)
     info = None
     if res is not None:
-        info = _trace_figures(res)
+        info = _trace_figures(res, obs.fg_run)
         info["fg_links"] = getattr(obs, "allowed_links", {}).get(info["fg_id"])
     if comm is not None and comm.size > 1:
         info = comm.bcast(info, root=0)
@@ -540,8 +543,14 @@ def _trace_run(ctx: _Context, index: int, seed: int, comm: Any) -> RunOutcome:
     return out
 
 
-def _trace_figures(res: Any) -> dict[str, Any]:
-    """The foreground's row figures from an experiment's results (rank 0)."""
+def _trace_figures(res: Any, fg_run: tuple[str, float, float] | None = None) -> dict[str, Any]:
+    """The foreground's row figures from an experiment's results (rank 0).
+
+    ``fg_run`` is the foreground's run as its ranks saw it (status, first rank's start, last
+    rank's end). Its start and end are used, not the scheduler's: those are one launch
+    message earlier and one end report later, and the runtimes alone and ideal, to which
+    the runtime is compared, are measured from the ranks too.
+    """
     j = res.jobs
     fgi = np.flatnonzero(j["foreground"])
     i = int(fgi[0])
@@ -554,6 +563,8 @@ def _trace_figures(res: Any) -> dict[str, Any]:
         row.update(status=st, reason=str(j["kill_reason"][i]) or f"the foreground's status is {status}")
         return {"row": row, "fg_nodes": nodes, "fg_id": int(j["job_id"][i])}
     start, end = float(j["start"][i]), float(j["end"][i])
+    if fg_run is not None and fg_run[0] == "ok":
+        start, end = fg_run[1], fg_run[2]
     row.update(status="ok", start=start, end=end, runtime=end - start, bytes=float(j["bytes_sent"][i]),
                hop_bytes=float(j["hop_bytes"][i]), messages=int(j["messages"][i]))
     other = (~j["foreground"]) & (j["app"] != "timekeeper") & np.isfinite(j["start"])
