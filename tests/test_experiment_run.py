@@ -226,3 +226,31 @@ mapping = "{mapping}"
 def test_an_unknown_mapping_names_the_valid_ones():
     with pytest.raises(Exception, match="block, round_robin, topology"):
         loads('[machine]\npreset = "tiny-torus"\n[scheduler]\nmapping = "snake"\n')
+
+
+def test_app_run_is_the_ranks_runtime_and_equals_the_ideal_baseline_on_the_ideal_network():
+    exp = loads("""
+seed = 5
+[machine]
+preset = "tiny-fattree3"
+[network]
+model = "ideal"
+[workload]
+jobs = 8
+inter_arrival = { dist = "exponential", mean = "2s" }
+size = { dist = "power_of_two", low = 2, high = 8 }
+run_time = "1min"
+[[apps]]
+name = "pairs"
+args = { iters = 4, nbytes = "256KiB", compute_s = 0.5 }
+request_time = "10min"
+[scheduler]
+ranks_per_node = 1
+""")
+    j = run_experiment(exp, comm=None, progress=False).jobs
+    done = j["status"] == "completed"
+    assert done.all()
+    # The scheduler's view adds the launch and end-report messages; the app's own runtime does not.
+    assert (j["app_run"] < j["run"]).all() and (j["app_run"] > 4 * 0.5).all()
+    # Without contention the run is the ideal baseline, so the network slowdown is exactly 1.
+    np.testing.assert_allclose(j["app_run"], j["ideal_run"], rtol=1e-12)

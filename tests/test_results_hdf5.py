@@ -238,3 +238,20 @@ def test_read_errors_name_the_file_and_the_problem(tmp_path, res):
         assert msg.startswith(f"{path}: ") and reason in msg and "\n" not in msg, msg
         assert isinstance(exc.value, UserError)
     assert read_file_info(tmp_path / "damaged.h5")["schema"] == SCHEMA_NAME
+
+
+def test_a_version_1_file_reads_with_app_run_as_nan_and_falls_back_to_run(tmp_path, res):
+    p = tmp_path / "v1.h5"
+    write_results(res, p)
+    with h5py.File(p, "r+") as f:
+        f.attrs["schema_version"] = 1
+        del f["jobs"]["app_run"]
+    back = read_results(p)
+    assert np.isnan(back.jobs["app_run"]).all() and len(back.jobs["app_run"]) == res.n_jobs
+    # The network slowdown of an old file is run / ideal_run, as it was then.
+    ran = back.ran()
+    ideal = back.jobs["ideal_run"][ran]
+    ok = np.isfinite(ideal) & (ideal > 0)
+    assert ok.any()
+    expected = float(np.mean(back.jobs["run"][ran][ok] / ideal[ok]))
+    assert back.summary()["mean_network_slowdown"] == pytest.approx(expected, rel=1e-12)

@@ -12,7 +12,7 @@ HELP = "print the summary of a results file (jobs, waits, utilization, network, 
 
 #: Job columns listed by --jobs unless --columns says otherwise.
 DEFAULT_COLUMNS = ("job_id", "app", "status", "nodes", "submit", "start", "wait", "run", "trace_run",
-                   "ideal_run", "bounded_slowdown", "aph", "bytes_sent")
+                   "app_run", "ideal_run", "bounded_slowdown", "aph", "bytes_sent")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

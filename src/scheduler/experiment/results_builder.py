@@ -48,6 +48,11 @@ def build_results(*, exp: Experiment, machine: Any, jobs: list[Job], trace_rejec
             cols["bytes_sent"][i] = netstats.job_bytes.get(j.job_id, 0.0)
             cols["hop_bytes"][i] = netstats.job_hop_bytes.get(j.job_id, 0.0)
             cols["messages"][i] = netstats.job_messages.get(j.job_id, 0)
+    # The app's own runtime (its ranks' start to its last rank's end): what the ideal
+    # baseline measures too, so that app_run / ideal_run is the network's effect alone.
+    for jid, rec in runner.records.items():
+        if jid in row and rec.end >= rec.start:
+            cols["app_run"][row[jid]] = rec.end - rec.start
     for jid, t in ideal.items():
         cols["ideal_run"][row[jid]] = t
     # Allocations as CSR.

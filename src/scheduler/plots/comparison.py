@@ -158,8 +158,9 @@ def aph_by_size(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
 
 def network_slowdown(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
                      labels: Sequence[str] | None = None) -> Any:
-    """Box plots of each job's runtime over its ideal-network runtime (``run / ideal_run``)
-    by application, files side by side; jobs without ``ideal_run`` are left out.
+    """Box plots of each job's runtime over its ideal-network runtime (``app_run / ideal_run``;
+    ``run`` for files written before ``app_run`` existed) by application, files side by side;
+    jobs without ``ideal_run`` are left out.
 
     Raises :class:`NoDataError` when no job of any file has an ideal-network runtime.
     Returns the Figure.
@@ -170,7 +171,9 @@ def network_slowdown(results: ResultsLike | Sequence[ResultsLike], ax: Any = Non
     for r in rs:
         ideal = r.jobs["ideal_run"]
         ok = r.ran() & np.isfinite(ideal) & (ideal > 0)
-        per_file.append((r.jobs["app"][ok], (r.jobs["run"][ok] / ideal[ok]).astype(float)))
+        own = r.jobs["app_run"]
+        run = np.where(np.isfinite(own), own, r.jobs["run"])
+        per_file.append((r.jobs["app"][ok], (run[ok] / ideal[ok]).astype(float)))
     if not any(len(a) for a, _ in per_file):
         raise NoDataError("no job has an ideal-network runtime (ideal_run)")
     apps = sorted({str(a) for a_arr, _ in per_file for a in a_arr.tolist()})

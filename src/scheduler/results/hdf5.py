@@ -402,9 +402,17 @@ def read_results(path: str | os.PathLike[str]) -> Results:
             raise ResultsFileError(path, f"damaged results file ({exc})") from None
 
 
+#: Job columns added by schema version 2 (read as NaN from version-1 files).
+_ADDED_IN_V2 = ("app_run",)
+
+
 def _read_jobs(g: Any, path: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     jobs: dict[str, np.ndarray] = {}
     for name, (dtype, _, _) in JOB_COLUMNS.items():
+        if name not in g and name in _ADDED_IN_V2 and NODES_PTR in g:
+            # A version-1 file: the column did not exist yet.
+            jobs[name] = np.full(len(g[NODES_PTR]) - 1, np.nan)
+            continue
         if name not in g:
             raise ResultsFileError(path, f"damaged or incomplete results file (no /jobs/{name})")
         a = _read_array(g[name])

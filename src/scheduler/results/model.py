@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 #: Version of the results schema (bump on any incompatible change of the layout).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA_NAME = "simhpc-results"
 
 # name -> (numpy dtype, unit, description). Times are seconds of simulated time; NaN where a
@@ -42,7 +42,10 @@ JOB_COLUMNS: dict[str, tuple[str, str, str]] = {
     "request": ("float64", "s", "requested wall time"),
     "slowdown": ("float64", "", "response / run (NaN for zero run time)"),
     "bounded_slowdown": ("float64", "", "max(response / max(run, 10 s), 1)"),
-    "ideal_run": ("float64", "s", "runtime of the same job alone on the ideal network on the same nodes (NaN: not computed)"),
+    "app_run": ("float64", "s", "the app's own runtime: from its ranks' start to its last rank's end (run less "
+                "the launch and end-report messages; NaN for timekeeper jobs and jobs that did not run)"),
+    "ideal_run": ("float64", "s", "app_run of the same job alone on the ideal network on the same nodes, same "
+                  "rank placement (NaN: not computed); the network slowdown is app_run / ideal_run"),
     "status": ("str", "", "completed | killed | failed | rejected"),
     "kill_reason": ("str", "", "why a job was killed or failed ('' otherwise)"),
     "aph": ("float64", "hops", "average pairwise inter-switch hops of the allocation"),
@@ -158,7 +161,9 @@ class Results:
         ideal = j["ideal_run"][ran]
         ok = ~np.isnan(ideal) & (ideal > 0)
         if ok.any():
-            out["mean_network_slowdown"] = _json_float(float(np.mean(j["run"][ran][ok] / ideal[ok])))
+            own = j["app_run"][ran]
+            run = np.where(np.isfinite(own), own, j["run"][ran])  # version-1 files: no app_run
+            out["mean_network_slowdown"] = _json_float(float(np.mean(run[ok] / ideal[ok])))
         for k in ("events", "wall_s", "ranks", "windows"):
             if k in self.run:
                 out[k] = self.run[k]
