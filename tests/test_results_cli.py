@@ -76,9 +76,9 @@ def test_show_jobs(capsys, files):
     i = lines.index("first 5 of 40 jobs")
     header = lines[i + 1].split()
     assert header == ["job_id", "app", "status", "nodes", "submit", "start", "wait", "run", "trace_run",
-                      "ideal_run", "bounded_slowdown", "aph", "bytes_sent"]
+                      "app_run", "ideal_run", "bounded_slowdown", "aph", "bytes_sent"]
     rejected = lines[i + 3 + 3].split()  # job row 3 never ran
-    assert rejected[:4] == ["4", "timekeeper", "rejected", "0"] and rejected.count("-") == 7
+    assert rejected[:4] == ["4", "timekeeper", "rejected", "0"] and rejected.count("-") == 8
     r = read_results(files[0])
     rows = json.loads(lines[-1])["job_rows"]
     assert len(rows) == 5 and rows[3]["start"] is None and rows[3]["status"] == "rejected"
