@@ -503,3 +503,16 @@ def test_examples_load_and_the_static_one_runs():
     assert (r["status"] == "ok").all() and r["slowdown"][0] == 1.0
     tr = loads_study((ex / "interference_trace.toml").read_text())
     assert tr.mode == "trace" and tr.workload.time_scale == 1e-6
+
+
+def test_topology_rank_mapping_in_a_study_keeps_the_alone_run_identical():
+    fg = ForegroundJob(app="stencil3d", ranks=8, args={"grid": [4, 2, 1], "face_bytes": "32KiB", "iters": 3})
+    runs = {m: run_study(_study(mapping=m, allocator="firstfree", k=(0, 2), seeds=1, foreground=fg), comm=None).runs
+            for m in ("block", "topology")}
+    for m, r in runs.items():
+        assert (r["status"] == "ok").all(), m
+        k0 = r["k"] == 0
+        # The alone run repeats the rank placement of the run: event for event the same.
+        assert np.array_equal(r["runtime"][k0], r["alone"][k0]), m
+    # On nodes 0..7 of the 4x4x4 torus the 4x2x1 grid embeds exactly: fewer hop-bytes.
+    assert (runs["topology"]["hop_bytes"] < runs["block"]["hop_bytes"]).all()

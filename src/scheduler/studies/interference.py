@@ -205,8 +205,17 @@ class _Context:
 
         s = self.study
         fg = s.foreground
+        mapping: Any = s.mapping
+        if mapping == "topology":
+            # The node of every rank, as in the run with background (the same function of
+            # the same nodes), given to run_app as node indices.
+            from ..allocators.mapping import job_rank_nodes
+
+            pos = {int(n): i for i, n in enumerate(nodes)}
+            mapping = [pos[n] for n in job_rank_nodes(fg.app, dict(fg.args), fg.ranks, nodes, self.rpn, mapping,
+                                                      self.topo)]
         return run_app(self.machine, fg.app, fg.ranks, placement=nodes, network=self.ideal_net if ideal else s.network,
-                       ranks_per_node=self.rpn, mapping=s.mapping, seed=seed, comm=comm, end_time=s.end_time,
+                       ranks_per_node=self.rpn, mapping=mapping, seed=seed, comm=comm, end_time=s.end_time,
                        eager_threshold=s.eager_threshold, algorithms=dict(s.algorithms), hot_links=0,
                        app_args=dict(fg.args), job_id=job_id, allowed_links=allowed_links)
 
@@ -331,10 +340,12 @@ class _StaticControl:
         self.bg_failed: list[str] = []
 
     def spec(self, job: Job, job_id: int) -> Any:
-        from apps.mapping import map_ranks
         from apps.node import LaunchSpec
 
-        rank_nodes = map_ranks(job.job_size, [int(n) for n in job.assigned_nodes], self.ctx.rpn, self.ctx.study.mapping)
+        from ..allocators.mapping import job_rank_nodes
+
+        rank_nodes = job_rank_nodes(job.app_name, job.app_args, job.job_size, [int(n) for n in job.assigned_nodes],
+                                    self.ctx.rpn, self.ctx.study.mapping, self.ctx.topo)
         return LaunchSpec.build(job=job_id, app=job.app_name, args=job.app_args, rank_nodes=rank_nodes,
                                 report_to=self.mgr.eid, options=self.ctx.options,
                                 allowed_links=self.allowed.get(job.job_id))

@@ -60,7 +60,8 @@ __all__ = [
 MODES = ("static", "trace")
 #: How a study uses MPI ranks: deal (k, seed) runs out over them, or run each simulation in parallel.
 PARALLEL = ("runs", "simulation")
-MAPPINGS = ("block", "round_robin")
+from ..allocators.mapping import JOB_MAPPINGS as MAPPINGS  # noqa: E402 - next to its use
+
 TOP_KEYS = ("study", "machine", "network", "foreground", "background", "workload")
 STUDY_KEYS = ("name", "mode", "k", "seeds", "allocator", "allocator_options", "ranks_per_node", "mapping",
               "hot_links", "end_time", "parallel", "eager_threshold", "algorithms", "order", "backfill")
@@ -277,7 +278,8 @@ class InterferenceStudy:
             placement order, the allocator's choices and the ranks' random streams.
         allocator, allocator_options: the node allocator (``scheduler.allocator``).
         ranks_per_node: ranks per node (default: the machine's cores per node).
-        mapping: rank-to-node mapping, ``"block"`` or ``"round_robin"``.
+        mapping: rank-to-node mapping, ``"block"``, ``"round_robin"`` or ``"topology"``
+            (Cartesian apps' process grids embedded along the topology).
         hot_links: how many of the busiest links on the foreground's routes to report.
         end_time: simulated-time limit of each run (default: none).
         parallel: under ``mpirun``, ``"runs"`` deals the (k, seed) runs out over the ranks
