@@ -246,3 +246,36 @@ def test_each_workload_kind_takes_its_own_defaults():
     assert WorkloadSpec(jobs=200) == w and WorkloadSpec(kind="swf", trace="t.swf", size_scale=1.0) == t
     assert t.to_dict() == {"kind": "swf", "trace": "t.swf", "size_scale": 1.0, "time_scale": 1.0,
                            "skip_malformed": False}
+
+
+def test_comm_sensitive_reaches_the_jobs_and_round_trips():
+    from scheduler.experiment import dumps
+    from scheduler.experiment.runner import build_workload
+
+    exp = loads("""
+seed = 2
+[machine]
+preset = "mira-midplane"
+[workload]
+jobs = 20
+size = 64
+[[apps]]
+name = "timekeeper"
+comm_sensitive = false
+[[apps]]
+name = "alltoall"
+comm_sensitive = true
+args = { iters = 1 }
+[[foreground]]
+app = "ring"
+ranks = 32
+comm_sensitive = true
+[scheduler]
+allocator = "bgq-cfca"
+""")
+    assert loads(dumps(exp)) == exp
+    jobs = build_workload(exp, 16, 512)[0]
+    flags = {j.app_name: j.sched_args.get("comm_sensitive") for j in jobs}
+    assert flags == {"timekeeper": False, "alltoall": True, "ring": True}
+    with pytest.raises(ConfigError, match=r"apps\[alltoall\].comm_sensitive: must be true or false"):
+        loads('[machine]\npreset = "tiny-torus"\n[[apps]]\nname = "alltoall"\ncomm_sensitive = "yes"\n')

@@ -80,11 +80,15 @@ def build_workload(exp: Experiment, ranks_per_node: int, n_nodes: int) -> tuple[
         j.app_args = dict(a.args)
         if a.request_time is not None:
             j.request_time = float(a.request_time)
+        if a.comm_sensitive is not None:
+            j.sched_args = {**j.sched_args, "comm_sensitive": a.comm_sensitive}  # a copy: fresh() shares it
     # Foreground jobs.
     for f in exp.foreground:
         fg = [Job(job_id=10**9 + i, job_size=f.ranks, nodes=-(-f.ranks // ranks_per_node), submit_time=0.0,
                   request_time=float(f.request_time), run_time=float(f.request_time), app_name=f.app,
-                  app_args=dict(f.args), foreground=True) for i in range(f.count)]
+                  app_args=dict(f.args), foreground=True,
+                  sched_args={} if f.comm_sensitive is None else {"comm_sensitive": f.comm_sensitive})
+              for i in range(f.count)]
         if f.at is not None:
             at = list(f.at) * (f.count if len(f.at) == 1 else 1)
             jobs = insert_foreground(jobs, fg, at=at, seed=exp.seed)

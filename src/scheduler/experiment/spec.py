@@ -372,19 +372,28 @@ class WorkloadSpec:
 
 
 # ----------------------------------------------------------------------------------- apps
+def _flag(path: str, v: Any) -> None:
+    if v is not None and not isinstance(v, bool):
+        raise ConfigError(f"{path}: must be true or false, got {v!r}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class AppChoice:
     """One entry of the app mix of background jobs: app name, its arguments, mix weight.
 
     ``request_time`` (optional) replaces the job's requested time for jobs given this app:
     a skeleton's runtime emerges from the simulation, so its wall-time limit is best set
-    for the app rather than taken from the workload's run-time draw.
+    for the app rather than taken from the workload's run-time draw. ``comm_sensitive``
+    (optional) marks the jobs given this app as communication-sensitive or not
+    (``sched_args["comm_sensitive"]``, read by the partition allocators' CFCA and Hybrid
+    policies); unset, those allocators draw it (their ``sensitive_fraction``).
     """
 
     name: str
     weight: float = 1.0
     args: Mapping[str, Any] = field(default_factory=dict)
     request_time: float | str | None = None
+    comm_sensitive: bool | None = None
 
     def __post_init__(self) -> None:
         from apps.registry import get_app
@@ -399,6 +408,7 @@ class AppChoice:
             raise ConfigError(f"apps[{self.name}].args: must be a table, got {self.args!r}")
         if self.request_time is not None:
             object.__setattr__(self, "request_time", _time(f"apps[{self.name}].request_time", self.request_time))
+        _flag(f"apps[{self.name}].comm_sensitive", self.comm_sensitive)
         if self.name != "timekeeper":
             from apps.registry import bind_args
 
@@ -409,7 +419,7 @@ class AppChoice:
 
     def to_dict(self) -> dict[str, Any]:
         return _drop_none({"name": self.name, "weight": self.weight, "args": _lists(dict(self.args)) or None,
-                           "request_time": self.request_time})
+                           "request_time": self.request_time, "comm_sensitive": self.comm_sensitive})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -418,7 +428,8 @@ class ForegroundSpec:
 
     ``count`` jobs of app ``app`` with ``ranks`` processes each, submitted at ``at``
     (times), or together with background job ``after_job``, or at random points of the
-    background workload (the default, drawn from the seed).
+    background workload (the default, drawn from the seed). ``comm_sensitive`` as for
+    :class:`AppChoice`.
     """
 
     app: str
@@ -428,6 +439,7 @@ class ForegroundSpec:
     count: int = 1
     at: tuple[float, ...] | None = None
     after_job: int | None = None
+    comm_sensitive: bool | None = None
 
     def __post_init__(self) -> None:
         from apps.registry import bind_args
@@ -439,6 +451,7 @@ class ForegroundSpec:
         except Exception as exc:  # noqa: BLE001
             raise ConfigError(f"foreground[{self.app}]: {exc}") from None
         object.__setattr__(self, "request_time", _time("foreground.request_time", self.request_time))
+        _flag("foreground.comm_sensitive", self.comm_sensitive)
         if self.at is not None:
             at = self.at if isinstance(self.at, (list, tuple)) else [self.at]
             object.__setattr__(self, "at", tuple(_time("foreground.at", t) for t in at))
@@ -452,7 +465,8 @@ class ForegroundSpec:
     def to_dict(self) -> dict[str, Any]:
         return _drop_none({"app": self.app, "ranks": self.ranks, "args": _lists(dict(self.args)) or None,
                            "request_time": self.request_time, "count": self.count,
-                           "at": list(self.at) if self.at is not None else None, "after_job": self.after_job})
+                           "at": list(self.at) if self.at is not None else None, "after_job": self.after_job,
+                           "comm_sensitive": self.comm_sensitive})
 
 
 # ------------------------------------------------------------------------------ scheduler
