@@ -10,7 +10,6 @@ random numbers.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import random
 from heapq import heappush
 from typing import TYPE_CHECKING, Any, Callable, Hashable
@@ -18,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable
 from greenlet import getcurrent
 
 from .errors import ProcessError, SendError, UnknownEntityError, UnknownServiceError
-from .process import _WAKE, Process
+from .event import Event, make_event
+from .process import _WAKE, Process, event_callable
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -61,9 +61,15 @@ class Entity:
         self.index = index
         self.eid = eid
         self.group = group
-        self._keys = itertools.count(eid << KEY_SHIFT)
+        self._evkey = eid << KEY_SHIFT  # the key of this entity's next event
         self._rng: random.Random | None = None
         self._np_rng = None
+
+    def _next_key(self) -> int:
+        """Take the key of a new event of this entity."""
+        key = self._evkey
+        self._evkey = key + 1
+        return key
 
     # -- identity, time, randomness --------------------------------------------------------
     @property
@@ -114,7 +120,16 @@ class Entity:
         if fn is None or dest < 0:
             self._send_slow(dest, service, data, delay)
             return
-        heappush(sim._heap, (sim.now + delay, next(self._keys), fn, data))
+        # The event, built inline (see pdes.event.make_event).
+        key = self._evkey
+        self._evkey = key + 1
+        t = sim.now + delay
+        e = Event(t)
+        e.t = t
+        e.key = key
+        e.fn = fn
+        e.data = data
+        heappush(sim._heap, e)
 
     def _send_slow(self, dest: Any, service: str, data: Any, delay: float) -> None:
         """First send of a service to a local entity (resolve and cache it) or a remote send."""
@@ -134,12 +149,13 @@ class Entity:
             ) from None
         if not callable(fn):
             raise UnknownServiceError(f"{self!r} sent to {ent!r} service {service!r}, which is not a method")
+        fn = event_callable(fn)
         # Bound services are resolved once per (entity, name): later sends find them in the table.
         table = sim._svc_tables.get(service)
         if table is None:
             table = sim._svc_tables[service] = [None] * sim.n_entities
         table[ent.eid] = fn
-        heappush(sim._heap, (sim.now + delay, next(self._keys), fn, data))
+        heappush(sim._heap, make_event(sim.now + delay, self._next_key(), fn, data))
 
     def req_service(self, delay: float, service: str, data: Any, type_name: str, index: int = 0) -> None:
         """Simian's ``reqService(minDelay, eventName, data, entityName, entityID)``."""
@@ -153,7 +169,7 @@ class Entity:
         if not delay >= 0.0:
             raise SendError(f"{self!r}.after() with delay {delay!r}: the delay must be >= 0")
         sim = self.sim
-        heappush(sim._heap, (sim.now + delay, next(self._keys), fn, data))
+        heappush(sim._heap, make_event(sim.now + delay, self._next_key(), event_callable(fn), data))
 
     def _check_short_delay(self, dest: Any, service: str, delay: float) -> None:
         if not delay >= 0.0:
@@ -191,7 +207,6 @@ class Entity:
         if not delay >= 0.0:
             raise ProcessError(f"{self!r}.spawn() with delay {delay!r}: the delay must be >= 0")
         sim = self.sim
-        p = Process(self, fn, args, kwargs, name or getattr(fn, "__name__", "process"))
         if inbox is not None:
             if inbox not in type(self).inboxes:
                 raise ProcessError(
@@ -200,9 +215,13 @@ class Entity:
                 )
             if getattr(self, inbox, None) is not None:
                 raise ProcessError(f"{self!r} already has a service or inbox named {inbox!r}")
-            setattr(self, inbox, p.switch)
+        p = Process(self, fn, args, kwargs, name or getattr(fn, "__name__", "process"), inbox)
+        if inbox is not None:
+            # Until the process starts, its messages go through _deliver (which starts it if
+            # one arrives first); from its start on, the inbox is the process's switch.
+            setattr(self, inbox, p._deliver)
         sim._live[p] = None
-        heappush(sim._heap, (sim.now + delay, next(self._keys), p.switch, _WAKE))
+        heappush(sim._heap, make_event(sim.now + delay, self._next_key(), p._start, _WAKE))
         return p
 
     def current_process(self) -> Process:

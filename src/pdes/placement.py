@@ -1,19 +1,22 @@
 """Placement of entities on MPI ranks.
 
 A placement maps each index of an entity type to a rank. It is evaluated once, when the
-type is added, into a numpy array; results never depend on it (only speed does).
+type is added, into a numpy array; results never depend on it (only speed does). Placement
+only matters with several ranks, so numpy is imported on first use: a sequential run never
+loads it (nor starts its BLAS threads).
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Callable, Sequence, Union
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable, Sequence, Union
 
 from .errors import ConfigError
 
-PlacementSpec = Union[str, int, Callable[[int, int], int], Sequence[int], np.ndarray]
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+PlacementSpec = Union[str, int, Callable[[int, int], int], Sequence[int], "np.ndarray"]
 
 PLACEMENTS = ("block", "cyclic", "hash")
 
@@ -30,6 +33,8 @@ def place(spec: PlacementSpec, name: str, count: int, nranks: int) -> np.ndarray
     ``"hash"`` (a stable hash of name and index), an ``int`` (every entity on that rank,
     reduced mod P), a sequence or array of ranks, or a callable ``f(index, nranks) -> rank``.
     """
+    import numpy as np
+
     if nranks < 1:
         raise ConfigError(f"nranks must be >= 1, got {nranks}")
     idx = np.arange(count, dtype=np.int64)

@@ -1,30 +1,44 @@
 """The simulator object: clock, event queue, entity registry and RNG seed, with no globals.
 
-Events are heap entries ``(time, key, callable, data)``. The key packs the id of the entity
-that created the event with that entity's own counter, so the order of events never depends
-on insertion order or on how entities are spread over MPI ranks. Runs are therefore
-bit-identical sequentially and under ``mpirun -n P`` for any P.
+Events run in ``(time, key)`` order. The key packs the id of the entity that created the
+event with that entity's own counter, so the order of events never depends on insertion
+order or on how entities are spread over MPI ranks. Runs are therefore bit-identical
+sequentially and under ``mpirun -n P`` for any P. The heap holds :class:`~pdes.event.Event`
+objects (floats carrying key, callable and data) ordered by time; events due at one time are
+put in key order by :meth:`Simulator._first_tied`.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import time as _time
 import traceback
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from heapq import heappop, heappush
-from typing import Any, Callable, Hashable, Iterator, TypeVar
+from heapq import heapify, heappop, heappush
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, TypeVar
 
-import numpy as np
 from greenlet import getcurrent
 
 from .entity import KEY_SHIFT, Entity
 from .errors import ConfigError, RemoteRankError, SimulationError, UnknownEntityError, UnknownServiceError
 from .placement import PlacementSpec, place
-from .process import Process
+from .event import make_event
+from .process import Process, event_callable
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 E = TypeVar("E", bound=Entity)
+
+
+def _is_int(x: Any) -> bool:
+    """An int or a numpy integer (numpy is only imported by runs that place entities on ranks)."""
+    if isinstance(x, int):
+        return True
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.integer)
 
 
 class _Stop(Exception):
@@ -111,7 +125,7 @@ class Simulator:
             raise ConfigError(f"end_time must be a number > 0 (seconds), got {end_time!r}")
         if not (isinstance(lookahead, (int, float)) and 0 <= lookahead < math.inf):
             raise ConfigError(f"lookahead must be a finite number >= 0 (seconds), got {lookahead!r}")
-        if not isinstance(seed, (int, np.integer)):
+        if not _is_int(seed):
             raise ConfigError(f"seed must be an int, got {seed!r}")
         if comm == "auto":
             from .parallel import world_comm
@@ -141,6 +155,16 @@ class Simulator:
         self._next_eid = 0
         self._live: dict[Process, None] = {}
         self._hub = None
+        self._hub_switch = None  # the hub's bound switch, shared by every process
+        # Events due at one time, being run in key order: (key, event) pairs, a heap.
+        self._tied: list = []
+        # A blocking process runs the next event itself when it resumes another process, is
+        # due before the horizon (the end time, or the end of the current window) and
+        # _direct is set: only while the loop runs, not while a service runs a process in
+        # place (resume(), Mailbox.put, kill) nor during a group of tied events. See
+        # Process._pass.
+        self._horizon = -math.inf
+        self._direct = False
         self._failed_process: tuple[Process, BaseException] | None = None
         self._outboxes: list[list] = [[] for _ in range(self.size)]
         self._min_sent = math.inf
@@ -170,7 +194,7 @@ class Simulator:
             raise ConfigError("entities must be added before run()")
         if not (isinstance(cls, type) and issubclass(cls, Entity)):
             raise ConfigError(f"add_entities needs a subclass of pdes.Entity, got {cls!r}")
-        if not isinstance(count, (int, np.integer)) or count < 1:
+        if not _is_int(count) or count < 1:
             raise ConfigError(f"count of {cls.__name__} must be an int >= 1, got {count!r}")
         name = name or cls.__name__
         if name in self._types:
@@ -266,7 +290,7 @@ class Simulator:
         return eid in self._local
 
     def _type_of(self, eid: int) -> EntityType:
-        if not isinstance(eid, (int, np.integer)) or not 0 <= eid < self._next_eid:
+        if not _is_int(eid) or not 0 <= eid < self._next_eid:
             raise UnknownEntityError(f"no entity with id {eid!r} (ids are 0..{self._next_eid - 1})")
         return self._type_order[bisect_right(self._offsets, eid) - 1]
 
@@ -294,7 +318,7 @@ class Simulator:
         r = int(etype.ranks[eid - etype.offset])
         if r == self.rank:  # pragma: no cover - local entities are always registered
             raise UnknownEntityError(f"{dest!r} should be local to rank {self.rank} but is missing")
-        self._outboxes[r].append((t, next(src._keys), eid, service, data))
+        self._outboxes[r].append((t, src._next_key(), eid, service, data))
         if t < self._min_sent:
             self._min_sent = t
 
@@ -310,9 +334,10 @@ class Simulator:
             raise ConfigError("run() may be called once per Simulator")
         self._ran = True
         hub = self._hub = getcurrent()
+        hub_switch = self._hub_switch = hub.switch
         for p in self._live:
             p.parent = hub
-            p._hub_switch = hub.switch
+            p._hub_switch = hub_switch
         t0 = _time.perf_counter()
         if self.parallel:
             events = self._run_windows()
@@ -324,35 +349,96 @@ class Simulator:
 
     def _run_sequential(self) -> int:
         heap = self._heap
+        tied = self._tied
         pop = heappop
         end = self.end_time
         if end < math.inf:
             # Key -1 sorts before every model key, so events at exactly end_time never run.
-            heappush(heap, (end, -1, self._stop, None))
+            heappush(heap, make_event(end, -1, self._stop, None))
+        self._horizon = end
+        self._direct = True
         # The loop keeps no counters: events are counted afterwards from the entities' key
         # counters (see _count_events), which keeps the hot path to pop, clock, call.
+        e = None
         try:
             while True:
-                t, _, fn, data = pop(heap)
-                self.now = t
-                fn(data)
+                if tied:
+                    e = self._next_tied()
+                else:
+                    e = pop(heap)
+                    if heap and heap[0] == e:
+                        e = self._first_tied(e)
+                self.now = e.t
+                e.fn(e.data)
         except _Stop:
             self.now = end
         except IndexError as exc:
             # An empty heap ends a run without end time; any other IndexError is the model's.
-            if heap or exc.__traceback__.tb_next is not None:
-                raise self._wrap(exc, fn) from exc
+            if heap or tied or exc.__traceback__.tb_next is not None:
+                raise self._wrap(exc, e.fn if e is not None else None) from exc
         except Exception as exc:
-            raise self._wrap(exc, fn) from exc
+            raise self._wrap(exc, e.fn if e is not None else None) from exc
+        finally:
+            self._horizon = -math.inf
+            self._direct = False
+            self._untie()
         return self._count_events(0, 0)
+
+    # -- events due at one time ----------------------------------------------------------
+    def _first_tied(self, e: Any) -> Any:
+        """``e`` was popped and the heap holds more events at its time: return the first by key.
+
+        All events at that time move to ``_tied``, a heap of (key, event), until they have
+        run; events created meanwhile for the same time join them (see _next_tied).
+        """
+        heap = self._heap
+        tied = self._tied
+        tied.append((e.key, e))
+        while heap and heap[0] == e:
+            x = heappop(heap)
+            tied.append((x.key, x))
+        heapify(tied)
+        self._direct = False
+        return self._take_tied()
+
+    def _next_tied(self) -> Any:
+        """The next event of the current group of tied events (joined by any new ones)."""
+        heap = self._heap
+        tied = self._tied
+        t = tied[0][1]
+        while heap and heap[0] == t:
+            x = heappop(heap)
+            heappush(tied, (x.key, x))
+        return self._take_tied()
+
+    def _take_tied(self) -> Any:
+        tied = self._tied
+        e = heappop(tied)[1]
+        if not tied:
+            self._direct = True
+        return e
+
+    def _untake(self, e: Any) -> None:
+        """Give back the event just taken from the tied group (it stays first)."""
+        heappush(self._tied, (e.key, e))
+        self._direct = False
+
+    def _untie(self) -> None:
+        """Put the events of an unfinished group of tied events back in the heap."""
+        tied = self._tied
+        if tied:
+            heap = self._heap
+            for _, x in tied:
+                heappush(heap, x)
+            tied.clear()
 
     def _count_events(self, remote_sent: int, remote_received: int, guards: int = 0) -> int:
         """Events executed on this rank: keys created here, minus those sent away or still queued."""
         created = 0
         for k, ent in self._local.items():
             if k.__class__ is int:
-                created += next(ent._keys) - (ent.eid << KEY_SHIFT)
-        return created - remote_sent + remote_received - (len(self._heap) - guards)
+                created += ent._evkey - (ent.eid << KEY_SHIFT)
+        return created - remote_sent + remote_received - (len(self._heap) + len(self._tied) - guards)
 
     @staticmethod
     def _stop(_data: Any) -> None:
@@ -382,18 +468,18 @@ class Simulator:
 
             exchange = WindowExchange(comm)
         heap = self._heap
+        tied = self._tied
         pop = heappop
-        heappush(heap, (math.inf, -1, None, None))  # guard: the heap is never empty
+        heappush(heap, make_event(math.inf, -1, None, None))  # guard: the heap is never empty
         la = self.lookahead
         end = self.end_time
         outboxes = self._outboxes
         windows = 0
         sync_s = 0.0
         error: SimulationError | None = None
-        fn = None
         while True:
             t0 = _time.perf_counter()
-            local_min = min(heap[0][0], self._min_sent)
+            local_min = min(heap[0].t, self._min_sent)
             self._min_sent = math.inf
             if exchange is not None:
                 payloads = None
@@ -411,7 +497,7 @@ class Simulator:
                         local = self._local
                         for ev in exchange.unpack(chunks):
                             t, key, dest, service, data = ev
-                            heappush(heap, (t, key, getattr(local[dest], service), data))
+                            heappush(heap, make_event(t, key, event_callable(getattr(local[dest], service)), data))
                     except Exception as exc:
                         # Every rank learns of it at the next exchange (no window runs here).
                         error = self._delivery_error(exc, ev)
@@ -428,16 +514,30 @@ class Simulator:
             wend = tmin + la
             if wend > end:
                 wend = end
+            self._horizon = wend
+            self._direct = True
+            e = None
             try:
-                while heap[0][0] < wend:
-                    t, _, fn, data = pop(heap)
-                    self.now = t
-                    fn(data)
+                while True:
+                    if tied:
+                        e = self._next_tied()
+                    elif heap[0] < wend:
+                        e = pop(heap)
+                        if heap[0] == e:
+                            e = self._first_tied(e)
+                    else:
+                        break
+                    self.now = e.t
+                    e.fn(e.data)
             except Exception as exc:
-                error = self._wrap(exc, fn)
+                error = self._wrap(exc, e.fn if e is not None else None)
                 error.__cause__ = exc
                 if exchange is None:
                     raise error from exc
+            finally:
+                self._horizon = -math.inf
+                self._direct = False
+                self._untie()
         self.stats.windows = windows
         self._sync_s = sync_s
         self._exchange = exchange
@@ -505,7 +605,7 @@ class Simulator:
     def _finish_stats(self, events: int, wall: float) -> None:
         st = self.stats
         # Events still queued may be sleep wake-ups of live processes: those are "scheduled".
-        scheduled = {fn.__self__ for _, _, fn, _ in self._heap if isinstance(getattr(fn, "__self__", None), Process)}
+        scheduled = {e.fn.__self__ for e in self._heap if isinstance(getattr(e.fn, "__self__", None), Process)}
         blocked = [
             BlockedProcess(
                 entity=repr(p.entity),
@@ -550,9 +650,8 @@ class Simulator:
         created = 0
         for k, ent in self._local.items():
             if k.__class__ is int:
-                # itertools.count's repr is "count(N)": the next key, read without taking it.
-                created += int(repr(ent._keys)[6:-1]) - (ent.eid << KEY_SHIFT)
-        return created - len(self._heap)
+                created += ent._evkey - (ent.eid << KEY_SHIFT)
+        return created - len(self._heap) - len(self._tied)
 
     def blocked_processes(self) -> list[BlockedProcess]:
         """Processes of this run that had not finished when it ended (all ranks)."""
