@@ -40,7 +40,10 @@ def install_abort_hook(comm: Any) -> None:
     previous = sys.excepthook
 
     def hook(tp, value, tb):  # pragma: no cover - exercised in subprocess tests
-        sys.stderr.write(f"[rank {comm.rank}] uncaught {tp.__name__}; aborting every rank\n")
+        # The error itself goes on the first line: output after it may be cut short when
+        # the launcher tears the other ranks down.
+        sys.stderr.write(f"[rank {comm.rank}] uncaught {tp.__name__}: {value}; aborting every rank\n")
+        sys.stderr.flush()
         previous(tp, value, tb)
         sys.stderr.flush()
         comm.Abort(1)
