@@ -18,19 +18,36 @@ import sys
 from typing import Any
 
 
+# (size, rank) environment variables of the MPI launchers (MPICH/Hydra, Open MPI, MVAPICH, PMIx).
+_LAUNCHER_VARS = (("PMI_SIZE", "PMI_RANK"), ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"),
+                  ("MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_RANK"), ("PMIX_SIZE", "PMIX_RANK"))
+
+
+def _launcher_var(index: int) -> int | None:
+    for names in _LAUNCHER_VARS:
+        v = os.environ.get(names[index])
+        if v is not None and v.isdigit():
+            return int(v)
+    return None
+
+
 def world_comm() -> Any | None:
     """MPI's world communicator when launched under mpirun with more than one rank, else None.
 
-    The launcher is recognised from its environment (MPICH/Hydra, Open MPI, MVAPICH, PMIx),
-    so a sequential run never imports mpi4py.
+    The launcher is recognised from its environment, so a sequential run never imports mpi4py.
     """
-    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "PMIX_SIZE"):
-        v = os.environ.get(var)
-        if v is not None and v.isdigit() and int(v) > 1:
-            from mpi4py import MPI
+    size = _launcher_var(0)
+    if size is not None and size > 1:
+        from mpi4py import MPI
 
-            return MPI.COMM_WORLD
+        return MPI.COMM_WORLD
     return None
+
+
+def launcher_rank() -> int:
+    """This process's rank when started by mpirun (from the launcher's environment), else 0."""
+    rank = _launcher_var(1)
+    return 0 if rank is None else rank
 
 
 def install_abort_hook(comm: Any) -> None:

@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+from pdes.parallel import launcher_rank
+
 
 class CliError(Exception):
     """A user mistake on the command line; printed without a traceback, exit status 2."""
@@ -30,17 +32,6 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
         except (ImportError, AttributeError):
             pass
     return tuple(types)
-
-
-def launcher_rank() -> int:
-    """This process's rank when started by mpirun (from the launcher's environment), else 0."""
-    import os
-
-    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK", "PMIX_RANK"):
-        v = os.environ.get(var)
-        if v is not None and v.isdigit():
-            return int(v)
-    return 0
 
 
 @contextlib.contextmanager
