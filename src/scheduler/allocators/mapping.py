@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import UserError
 from .orderings import hilbert_index
 
-__all__ = ["JOB_MAPPINGS", "RANK_MAPPINGS", "job_rank_nodes", "map_ranks", "cartesian_neighbors"]
+__all__ = ["JOB_MAPPINGS", "RANK_MAPPINGS", "job_rank_nodes", "rank_node_indices", "map_ranks", "cartesian_neighbors"]
 
 
 def _nodes(nodes: Any) -> np.ndarray:
@@ -208,6 +208,13 @@ def job_rank_nodes(app: str, args: Any, size: int, nodes: Sequence[int], ranks_p
     except UserError as exc:
         raise AppConfigError(str(exc)) from None
     return tuple(int(x) for x in out)
+
+
+def rank_node_indices(nodes: Sequence[int], rank_nodes: Sequence[int]) -> list[int]:
+    """Each rank's node as an index into ``nodes``: a mapping that ``apps.run.run_app`` (with
+    ``placement=nodes``) takes to repeat a job's rank placement."""
+    pos = {int(n): i for i, n in enumerate(nodes)}
+    return [pos[int(n)] for n in rank_nodes]
 
 
 def cartesian_neighbors(grid: Sequence[int], periods: bool | Sequence[bool] = True) -> tuple[np.ndarray, np.ndarray]:

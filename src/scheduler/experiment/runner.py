@@ -402,8 +402,9 @@ def _mapping_of(mapping: str, job: Job, rank_nodes: dict[int, tuple[int, ...]]) 
     the node index of every rank (topology-aware mapping, decided once at launch)."""
     if mapping != "topology":
         return mapping
-    pos = {int(n): i for i, n in enumerate(job.assigned_nodes)}
-    return [pos[n] for n in rank_nodes[job.job_id]]
+    from ..allocators.mapping import rank_node_indices
+
+    return rank_node_indices(job.assigned_nodes, rank_nodes[job.job_id])
 
 
 def _ideal_config(exp: Experiment) -> Any:

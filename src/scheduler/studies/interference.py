@@ -209,11 +209,10 @@ class _Context:
         if mapping == "topology":
             # The node of every rank, as in the run with background (the same function of
             # the same nodes), given to run_app as node indices.
-            from ..allocators.mapping import job_rank_nodes
+            from ..allocators.mapping import job_rank_nodes, rank_node_indices
 
-            pos = {int(n): i for i, n in enumerate(nodes)}
-            mapping = [pos[n] for n in job_rank_nodes(fg.app, dict(fg.args), fg.ranks, nodes, self.rpn, mapping,
-                                                      self.topo)]
+            mapping = rank_node_indices(nodes, job_rank_nodes(fg.app, dict(fg.args), fg.ranks, nodes, self.rpn,
+                                                              mapping, self.topo))
         return run_app(self.machine, fg.app, fg.ranks, placement=nodes, network=self.ideal_net if ideal else s.network,
                        ranks_per_node=self.rpn, mapping=mapping, seed=seed, comm=comm, end_time=s.end_time,
                        eager_threshold=s.eager_threshold, algorithms=dict(s.algorithms), hot_links=0,
