@@ -145,6 +145,55 @@ def test_invalid_simulator_and_entity_configuration():
         sim.add_entities(Recorder, 1)
 
 
+class GcProbe(Entity):
+    def __init__(self):
+        self.seen = None
+
+    def probe(self, _data):
+        import gc
+
+        self.seen = gc.get_threshold()
+
+    def fail(self, _data):
+        raise RuntimeError("gc probe failed")
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_gc_threshold_applies_during_run_only_and_is_restored(parallel):
+    import gc
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        sim = Simulator(lookahead=1.0, comm=None, parallel=parallel, gc_threshold=50_000)
+        (e,) = sim.add_entities(GcProbe, 1)
+        e.send(e.eid, "probe", delay=1.0)
+        sim.run()
+        assert e.seen == (50_000, 10, 10)
+        assert gc.get_threshold() == (700, 10, 10)
+        # A larger threshold of the caller's own is kept; None leaves the settings alone;
+        # a failing run restores them too.
+        gc.set_threshold(200_000, 10, 10)
+        for kw in ({"gc_threshold": 50_000}, {"gc_threshold": None}):
+            sim = Simulator(lookahead=1.0, comm=None, parallel=parallel, **kw)
+            (e,) = sim.add_entities(GcProbe, 1)
+            e.send(e.eid, "probe", delay=1.0)
+            sim.run()
+            assert e.seen == (200_000, 10, 10)
+        gc.set_threshold(700, 10, 10)
+        sim = Simulator(lookahead=1.0, comm=None, parallel=parallel)
+        (e,) = sim.add_entities(GcProbe, 1)
+        e.send(e.eid, "fail", delay=1.0)
+        with pytest.raises(SimulationError, match="gc probe failed"):
+            sim.run()
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
+    for bad in (0, -5, 1.5, "many", True):
+        with pytest.raises(ConfigError, match="gc_threshold"):
+            Simulator(gc_threshold=bad)
+
+
 def test_exception_in_service_names_entity_time_and_keeps_traceback():
     class Bad(Entity):
         def boom(self, data):

@@ -134,6 +134,18 @@ class Entity:
     def _send_slow(self, dest: Any, service: str, data: Any, delay: float) -> None:
         """First send of a service to a local entity (resolve and cache it) or a remote send."""
         sim = self.sim
+        # A remote (entity, service) already checked once: straight to its rank's outbox.
+        table = sim._remote_tables.get(service)
+        if table is not None and dest.__class__ is int and 0 <= dest < len(table):
+            r = table[dest]
+            if r is not None:
+                t = sim.now + delay
+                key = self._evkey
+                self._evkey = key + 1
+                sim._outboxes[r].append((t, key, dest, service, data))
+                if t < sim._min_sent:
+                    sim._min_sent = t
+                return
         try:
             ent = sim._local.get(dest)
         except TypeError:
