@@ -46,6 +46,23 @@ def test_service_and_process_styles_agree_event_for_event():
     assert lp_digests(s1) == lp_digests(s2)
 
 
+@pytest.mark.parametrize("regions", [1, 4])
+def test_benchmark_fast_paths_draw_exactly_like_the_general_handler(regions):
+    # The fast handlers (no digest) must visit the same LPs at the same times: compare
+    # per-LP counts and the end state of every LP's stream with the general handler's.
+    from pdes.examples import phold
+
+    p = PholdParams(n_lps=64, events_per_lp=4, end_time=30.0, regions=regions, remote=0.4)
+    fast, st_fast = run(p, seed=5, comm=None)
+    assert type(next(fast.entities("lp"))).__name__ in ("_PlainPholdLP", "_PlainRegionPholdLP")
+    sim = phold.Simulator(end_time=p.end_time, lookahead=p.lookahead, seed=5, comm=None)
+    sim.add_entities(phold.PholdLP, p.n_lps, p, name="lp", placement="block")
+    st_gen = sim.run()
+    assert st_fast.events == st_gen.events
+    assert [lp.count for lp in fast.entities("lp")] == [lp.count for lp in sim.entities("lp")]
+    assert [lp.rng.random() for lp in fast.entities("lp")] == [lp.rng.random() for lp in sim.entities("lp")]
+
+
 def test_windowed_loop_on_one_rank_equals_sequential_loop():
     p = PholdParams(n_lps=64, events_per_lp=4, end_time=30.0, regions=4, remote=0.5, digest=True)
     s1, st1 = run(p, seed=2, comm=None)

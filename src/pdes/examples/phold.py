@@ -106,6 +106,9 @@ class _PholdBase(Entity):
         self._base = self.sim.entity_type("lp").offset
         self._n = n
         self._la = params.lookahead
+        self._remote = params.remote
+        self._size = self._hi - self._lo
+        self._n_out = n - self._size
         self._plain = params.regions == 1 and not params.digest and not params.max_hops and params.mean_delay > 0
         for _ in range(params.events_per_lp):
             self.send(self.eid, "event", params.max_hops, self._draw_exp(self._r))
@@ -154,6 +157,21 @@ class _PlainPholdLP(PholdLP):
         self.send(self._base + r.randrange(self._n), "event", hops, self._la + r.expovariate(self._rate))
 
 
+class _PlainRegionPholdLP(PholdLP):
+    """The service style with regions, without digest or hop limit: the parallel benchmark's
+    hot path (the same draws, in the same order, as ``PholdLP``)."""
+
+    def event(self, hops: int) -> None:
+        self.count += 1
+        r = self._r
+        if r.random() < self._remote:
+            k = r.randrange(self._n_out)
+            d = k if k < self._lo else k + self._size
+        else:
+            d = self._lo + r.randrange(self._size)
+        self.send(self._base + d, "event", hops, self._la + r.expovariate(self._rate))
+
+
 class PholdProcessLP(_PholdBase):
     """Process style: one process per LP loops on a blocking receive of its inbox."""
 
@@ -188,8 +206,8 @@ def build(params: PholdParams, *, style: str = "service", seed: int = 0, comm="a
         cls = STYLES[style]
     except KeyError:
         raise ValueError(f"unknown PHOLD style {style!r}; valid: {', '.join(STYLES)}") from None
-    if cls is PholdLP and params.regions == 1 and not params.digest and not params.max_hops and params.mean_delay > 0:
-        cls = _PlainPholdLP
+    if cls is PholdLP and not params.digest and not params.max_hops and params.mean_delay > 0:
+        cls = _PlainPholdLP if params.regions == 1 else _PlainRegionPholdLP
     sim = Simulator(end_time=params.end_time, lookahead=params.lookahead, seed=seed, comm=comm, parallel=parallel)
     sim.add_entities(cls, params.n_lps, params, name="lp", placement="block")
     return sim
@@ -253,6 +271,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps({
             "events": st.events, "wall_s": st.wall_s, "events_per_s": st.events_per_s, "ranks": st.ranks,
             "windows": st.windows, "remote_fraction": st.remote_fraction,
+            "exec_s_per_rank": st.exec_s_per_rank, "sync_s_per_rank": st.sync_s_per_rank,
             "expected_events": params.expected_events(), "digest": digest,
         }))
 
