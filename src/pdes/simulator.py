@@ -572,11 +572,15 @@ class Simulator:
                         break
                     self.now = e.t
                     e.fn(e.data)
-            except Exception as exc:
+            except BaseException as exc:
+                if exchange is None:
+                    if not isinstance(exc, Exception):
+                        raise  # SystemExit, KeyboardInterrupt: as in the sequential loop
+                    raise self._wrap(exc, e.fn if e is not None else None) from exc
+                # Under MPI every failure, sys.exit() in a model included, goes through the
+                # next exchange: a rank leaving alone would leave the others in a collective.
                 error = self._wrap(exc, e.fn if e is not None else None)
                 error.__cause__ = exc
-                if exchange is None:
-                    raise error from exc
             finally:
                 self._horizon = -math.inf
                 self._direct = False

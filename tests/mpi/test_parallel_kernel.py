@@ -77,6 +77,46 @@ def test_exception_on_one_rank_stops_every_rank_with_the_error():
     assert err.time >= 5.0 or isinstance(err, RemoteRankError)
 
 
+@pytest.mark.parametrize("where", ["service", "process"])
+def test_sys_exit_in_a_model_on_one_rank_stops_every_rank(where):
+    import sys
+
+    from pdes import Entity, RemoteRankError, SimulationError, Simulator
+
+    comm = _comm()
+
+    class Quitter(Entity):
+        def __init__(self, n):
+            self.n = n
+            if where == "process":
+                self.spawn(self.body)
+            else:
+                self.send(self.eid, "tick", None, delay=1.0)
+
+        def _maybe_quit(self):
+            if self.index == self.n - 1 and self.now >= 4.0:
+                sys.exit(3)
+
+        def tick(self, _):
+            self._maybe_quit()
+            self.send(self.eid, "tick", None, delay=1.0)
+
+        def body(self):
+            while True:
+                self.sleep(1.0)
+                self._maybe_quit()
+
+    n = 2 * comm.size
+    sim = Simulator(lookahead=1.0, end_time=50.0, comm=comm, parallel=True)
+    sim.add_entities(Quitter, n, n, placement="cyclic")
+    owner = sim.rank_of(n - 1)
+    with pytest.raises(SimulationError) as ei:
+        sim.run()
+    err = ei.value
+    assert "SystemExit: 3" in str(err) and f"Quitter[{n - 1}]" in str(err)
+    assert isinstance(err, RemoteRankError) == (comm.rank != owner)
+
+
 def test_remote_send_below_lookahead_is_an_error_at_the_call():
     from pdes import Entity, SendError, Simulator
 
