@@ -73,6 +73,9 @@ def test_app_failures_are_reported_with_status_1(capsys):
     assert code == 1 and out == ""
     assert "simhpc: error: deadlock in job 0 (app 't-cli-deadlock'): 2 of 2 ranks blocked forever" in err
     assert "rank 1 on node 0: recv(source=0, tag=ANY_TAG, comm=world)" in err
+    # The report names the app's own line each rank blocked at, past the MPI layer's frames.
+    line = _cli_deadlock.__code__.co_firstlineno + 2  # the line after @app and def
+    assert f"recv(source=0, tag=ANY_TAG, comm=world) at _cli_deadlock (test_apps_cli.py:{line})" in err
 
 
 def test_app_arguments_as_trailing_key_values_equal_arg_options(capsys):

@@ -378,6 +378,44 @@ def test_hibernating_processes_at_end_are_reported_not_lost():
     assert all(b.entity == "n[0]" for b in st.blocked)
 
 
+def test_blocked_processes_say_which_call_and_model_line_they_wait_in():
+    class Server(Entity):
+        inboxes = ("req",)
+
+        def __init__(self):
+            self.box = Mailbox(self)
+            self.spawn(self.serve, name="serve", inbox="req")
+            self.spawn(self.consume, name="consume")
+            self.spawn(self.napper, name="napper")
+
+        def serve(self):
+            self._loop()
+
+        def _loop(self):
+            while True:
+                self.current_process().receive()
+
+        def consume(self):
+            self.box.get()
+
+        def napper(self):
+            self.sleep(50.0)
+
+    sim = Simulator(end_time=10.0)
+    sim.add_entities(Server, 1)
+    st = sim.run()
+    where = {b.process: b.location for b in st.blocked}
+    me = os.path.basename(__file__)
+    assert where["serve"].startswith("receive() in ")
+    assert "Server._loop" in where["serve"] and "< " in where["serve"] and "Server.serve" in where["serve"]
+    assert me in where["serve"]
+    assert where["consume"].startswith("Mailbox.get() in ") and "Server.consume" in where["consume"]
+    assert where["napper"].startswith("sleep() in ") and "Server.napper" in where["napper"]
+    # Lines point at the blocking statement of the model.
+    line = int(where["napper"].rsplit(":", 1)[1].rstrip(")"))
+    assert "self.sleep(50.0)" in open(__file__).read().splitlines()[line - 1]
+
+
 def test_mailbox_immediate_delivery_from_service_and_deferred_from_process():
     got = []
 

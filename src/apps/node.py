@@ -38,6 +38,7 @@ arrives before the launch makes the later launch a no-op. A killed node sends no
 from __future__ import annotations
 
 import math
+import os
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -45,6 +46,7 @@ from typing import Any, Mapping
 from models.network import NetworkNode
 from models.node_model import NodeModel
 from models.units import UnitError, parse_bytes, parse_time
+from pdes.process import blocked_at
 
 from .errors import AppConfigError
 from .mpi.comm import Comm
@@ -52,6 +54,11 @@ from .mpi.p2p import Endpoint
 from .registry import JobContext, get_app
 
 __all__ = ["LaunchSpec", "MpiNode", "MpiOptions", "MpiShared", "NodeReport"]
+
+# The MPI layer's own frames, passed over when a deadlock report names the app line a rank
+# blocked at.
+_MPI_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi")
+_MPI_DIRS = (_MPI_DIR, os.path.join(_MPI_DIR, "collectives"))
 
 DEFAULT_EAGER = 65536
 DEFAULT_CTRL = 64
@@ -366,7 +373,8 @@ class MpiNode(NetworkNode):
             notify += ep.rdv_out
             bytes_sent += ep.bytes_sent
             if not ep.done and not (ep.proc is not None and ep.proc.killed):
-                unfinished.append((w, self.node, ep.blocked_on(), ep.sleeping_until >= 0))
+                where = blocked_at(ep.proc, depth=1, skip=_MPI_DIRS, with_call=False) if ep.proc is not None else ""
+                unfinished.append((w, self.node, ep.blocked_on(), ep.sleeping_until >= 0, where))
         return {
             "node": self.node, "status": js.status, "unfinished": unfinished, "sent": sent, "bytes_sent": bytes_sent,
             "delivered": js.delivered, "notify_pending": notify, "timer_pending": js.timer and js.status == "running",

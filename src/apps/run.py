@@ -277,7 +277,8 @@ def _raise_failures(rec: JobRecord, states: list[dict[str, Any]], sim: Simulator
             job=rec.job, unfinished=n, time=now,
         )
     blocked = [(u[0], u[1], u[2]) for u in unfinished]
-    lines = [f"  rank {r} on node {n}: {what}" for r, n, what in blocked[:_LIST_MAX]]
+    # Each rank's line of app code it blocked at, when known.
+    lines = [f"  rank {u[0]} on node {u[1]}: {u[2]}" + (f" at {u[4]}" if u[4] else "") for u in unfinished[:_LIST_MAX]]
     if len(blocked) > _LIST_MAX:
         lines.append(f"  ... and {len(blocked) - _LIST_MAX} more")
     raise DeadlockError(

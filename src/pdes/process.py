@@ -23,6 +23,7 @@ two (process, loop, process). The event order is the loop's own ((time, key)).
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any, Callable
@@ -455,3 +456,39 @@ class Mailbox:
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+_KERNEL_DIR = os.path.dirname(os.path.abspath(__file__))
+# The blocking calls a suspended process can be in, named as a report shows them.
+_BLOCKING = {"receive": "receive()", "get": "Mailbox.get()", "sleep": "sleep()", "hibernate": "hibernate()",
+             "join": "join()"}
+
+
+def blocked_at(proc: Process, depth: int = 3, skip: tuple[str, ...] = (), with_call: bool = True) -> str:
+    """Where a suspended process waits, read from its greenlet's frames at report time (the
+    hot path records nothing): the kernel call it blocks in and up to ``depth`` of the model
+    frames that led there, innermost first, e.g.
+    ``receive() in Server.loop (server.py:42) < Server.serve (server.py:30)``. Frames of
+    files in the directories ``skip`` (say, a library layer between the model and the
+    kernel) are passed over like the kernel's own; ``with_call=False`` leaves out the kernel
+    call (when the caller describes the wait itself).
+    """
+    f = proc.gr_frame
+    call = ""
+    frames: list[str] = []
+    while f is not None and len(frames) < depth:
+        code = f.f_code
+        d = os.path.dirname(os.path.abspath(code.co_filename))
+        if d == _KERNEL_DIR or d in skip:
+            if not frames and code.co_name in _BLOCKING:
+                call = _BLOCKING[code.co_name]
+        else:
+            frames.append(f"{getattr(code, 'co_qualname', code.co_name)} ({os.path.basename(code.co_filename)}:{f.f_lineno})")
+        f = f.f_back
+    where = " < ".join(frames)
+    if not with_call:
+        return where
+    if call and where:
+        return f"{call} in {where}"
+    return call or where
+

@@ -26,7 +26,7 @@ from .entity import KEY_SHIFT, Entity
 from .errors import ConfigError, RemoteRankError, SimulationError, UnknownEntityError, UnknownServiceError
 from .placement import PlacementSpec, place
 from .event import Event, make_event
-from .process import Process, event_callable
+from .process import Process, blocked_at, event_callable
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -66,6 +66,8 @@ class BlockedProcess:
     state: str  # "hibernating" (no pending event) or "scheduled" (resumes at or after end)
     waiting_for: str
     rank: int
+    # The blocking call and the model lines it was made from (see pdes.process.blocked_at).
+    location: str = ""
 
 
 @dataclass
@@ -669,6 +671,7 @@ class Simulator:
                 state="scheduled" if p in scheduled else "hibernating",
                 waiting_for=p.waiting_for,
                 rank=self.rank,
+                location=blocked_at(p),
             )
             for p in self._live
             if not p.done

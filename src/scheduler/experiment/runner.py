@@ -349,7 +349,8 @@ def _unfinished(sim: Simulator, sched: Any) -> str:
             lines.append(f"  job {jid} ({j.app_name}, {j.job_size} ranks) never ended")
         blocked = [b for b in sim.stats.blocked if b.waiting_for]
         for b in blocked[:20]:
-            lines.append(f"  {b.entity} {b.process}: blocked in {b.waiting_for}")
+            at = f" [{b.location}]" if b.location else ""
+            lines.append(f"  {b.entity} {b.process}: blocked in {b.waiting_for}{at}")
         if len(blocked) > 20:
             lines.append(f"  ... and {len(blocked) - 20} more blocked rank(s)")
         lines.append("(an app deadlocked; with kill_overrun = true such jobs are killed at their requested time)")
