@@ -163,10 +163,7 @@ class Entity:
             raise UnknownServiceError(f"{self!r} sent to {ent!r} service {service!r}, which is not a method")
         fn = event_callable(fn)
         # Bound services are resolved once per (entity, name): later sends find them in the table.
-        table = sim._svc_tables.get(service)
-        if table is None:
-            table = sim._svc_tables[service] = [None] * sim.n_entities
-        table[ent.eid] = fn
+        sim._remember(sim._svc_tables, service, ent.eid, fn)
         heappush(sim._heap, make_event(sim.now + delay, self._next_key(), fn, data))
 
     def req_service(self, delay: float, service: str, data: Any, type_name: str, index: int = 0) -> None:

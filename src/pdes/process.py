@@ -491,4 +491,3 @@ def blocked_at(proc: Process, depth: int = 3, skip: tuple[str, ...] = (), with_c
     if call and where:
         return f"{call} in {where}"
     return call or where
-

@@ -337,10 +337,14 @@ class Simulator:
         self._outboxes[r].append((t, src._next_key(), eid, service, data))
         if t < self._min_sent:
             self._min_sent = t
-        table = self._remote_tables.get(service)
+        self._remember(self._remote_tables, service, eid, r)
+
+    def _remember(self, tables: dict[str, list], service: str, eid: int, value: Any) -> None:
+        """Record ``value`` for (service, entity id) in one of the per-service tables."""
+        table = tables.get(service)
         if table is None:
-            table = self._remote_tables[service] = [None] * self.n_entities
-        table[eid] = r
+            table = tables[service] = [None] * self.n_entities
+        table[eid] = value
 
     # -- running ----------------------------------------------------------------------------
     def run(self) -> RunStats:
@@ -597,10 +601,7 @@ class Simulator:
     def _resolve_delivery(self, dest: int, service: str) -> Any:
         """The callable of a remote event's first delivery to (dest, service), cached like a local send's."""
         fn = event_callable(getattr(self._local[dest], service))
-        table = self._svc_tables.get(service)
-        if table is None:
-            table = self._svc_tables[service] = [None] * self.n_entities
-        table[dest] = fn
+        self._remember(self._svc_tables, service, dest, fn)
         return fn
 
     def _transfer_error(self, exc: Exception, outboxes: list[list]) -> SimulationError:

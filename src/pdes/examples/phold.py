@@ -117,13 +117,12 @@ class _PholdBase(Entity):
         return rng.expovariate(self._rate) if self._rate != math.inf else 0.0
 
     def _dest(self, rng) -> int:
-        p = self.p
-        lo, hi = self._lo, self._hi
-        if p.regions > 1 and rng.random() < p.remote:
+        lo = self._lo
+        if self.p.regions > 1 and rng.random() < self._remote:
             # Uniform over the LPs outside this region.
-            k = rng.randrange(p.n_lps - (hi - lo))
-            return k if k < lo else k + (hi - lo)
-        return lo + rng.randrange(hi - lo)
+            k = rng.randrange(self._n_out)
+            return k if k < lo else k + self._size
+        return lo + rng.randrange(self._size)
 
     def _next(self, hops: int) -> tuple[int, int, float] | None:
         """Count one event; return (destination id, hops, delay) of the next, or None."""
