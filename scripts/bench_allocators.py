@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from models.presets import get_machine  # noqa: E402
 from scheduler.allocator import make_allocator  # noqa: E402

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, SRC)
 
 

@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
 
-from scheduler.cli.common import table  # noqa: E402
+from simhpc.cli.common import table  # noqa: E402
 from scheduler.replay import replay  # noqa: E402
 from scheduler.swf import read_swf  # noqa: E402
 

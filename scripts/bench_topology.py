@@ -33,7 +33,7 @@ from typing import Callable
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from models.presets import get_machine  # noqa: E402
 from models.topology import Topology  # noqa: E402

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
 
 
 def parser(doc: str) -> argparse.ArgumentParser:
@@ -81,7 +81,7 @@ def out_dir(args: argparse.Namespace, c: Any) -> Path:
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
-    from scheduler.cli.common import table as _table
+    from simhpc.cli.common import table as _table
 
     return _table(rows, headers)
 

@@ -33,7 +33,7 @@ SCALES = {
 
 def build(scale: str, seeds: int | None):
     from models.presets import Machine, get_machine
-    from scheduler.studies import BackgroundApp, ForegroundJob, InterferenceStudy
+    from simhpc.studies import BackgroundApp, ForegroundJob, InterferenceStudy
 
     dims, ranks, iters, n_seeds = SCALES[scale]
     cielo = get_machine("cielo")
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         rc.say(c, f"full: {what}")
     else:
         rc.say(c, f"{sc}: {what} (published: Cielo 16x12x24 x 2 = 9,216 nodes, jobs of 1,024 ranks)")
-    from scheduler.studies import run_study, write_study
+    from simhpc.studies import run_study, write_study
 
     res = run_study(study, comm=c)
     rows = res.by_k()

@@ -66,7 +66,7 @@ def machine(scale: str):
 
 def network_run(item):
     """One (allocator, pattern, seed): the foreground's figures."""
-    from scheduler.studies import BackgroundApp, ForegroundJob, InterferenceStudy, run_study
+    from simhpc.studies import BackgroundApp, ForegroundJob, InterferenceStudy, run_study
 
     scale, alloc, pattern, seed = item
     m = machine(scale)

@@ -16,7 +16,7 @@ import numpy as np
 
 from models.presets import get_machine
 from scheduler.metrics import JobTable, system_metrics
-from scheduler.results import Results, empty_job_columns
+from simhpc.results import Results, empty_job_columns
 
 APPS = ("timekeeper", "allreduce", "stencil3d", "pairs")
 

@@ -16,9 +16,9 @@ import pytest
 from models.presets import get_machine
 from scheduler.allocator import ALLOCATORS
 from scheduler.allocators import node_ordering, placement_metrics
-from scheduler.cli import main
-from scheduler.experiment import loads
-from scheduler.experiment.runner import run_experiment
+from simhpc.cli import main
+from simhpc.experiment import loads
+from simhpc.experiment.runner import run_experiment
 
 # A preset of the family an allocator needs (the others run on the torus).
 PRESET = {"t123": "tiny-fattree3", "jigsaw": "tiny-fattree3", "treefit": "tiny-dragonfly"}

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from apps import app, run_app
-from scheduler.cli import main
+from simhpc.cli import main
 
 
 def cli(capsys, *argv):

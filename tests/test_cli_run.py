@@ -10,12 +10,12 @@ import sys
 
 import pytest
 
-from scheduler.cli import main
+from simhpc.cli import main
 
 
 def _simhpc() -> list[str]:
     exe = shutil.which("simhpc", path=os.path.dirname(sys.executable))
-    return [exe] if exe else [sys.executable, "-m", "scheduler.cli"]
+    return [exe] if exe else [sys.executable, "-m", "simhpc.cli"]
 
 
 def test_default_experiment_end_to_end(tmp_path):
@@ -62,8 +62,8 @@ def test_a_small_run_writes_a_results_file(tmp_path, capsys):
     assert main(["run", "--quiet", "--out", str(out), "--set", "workload.jobs=10"]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed[-1] == f"results written to {out}"
-    from scheduler.experiment import default_experiment_text, loads
-    from scheduler.results.hdf5 import read_results
+    from simhpc.experiment import default_experiment_text, loads
+    from simhpc.results.hdf5 import read_results
 
     r = read_results(out)
     assert r.n_jobs == 10 and r.name == "default" and "jobs = 10" in r.experiment_toml

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scheduler.experiment import load
-from scheduler.experiment.runner import run_experiment
+from simhpc.experiment import load
+from simhpc.experiment.runner import run_experiment
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TRACES = Path(os.environ.get("SIMHPC_TRACES", EXAMPLES.parent.parent / "shared" / "traces"))

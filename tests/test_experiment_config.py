@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from models.network import NetworkConfig
-from scheduler.experiment import (
+from simhpc.experiment import (
     AppChoice,
     ConfigError,
     DistSpec,
@@ -249,8 +249,8 @@ def test_each_workload_kind_takes_its_own_defaults():
 
 
 def test_comm_sensitive_reaches_the_jobs_and_round_trips():
-    from scheduler.experiment import dumps
-    from scheduler.experiment.runner import build_workload
+    from simhpc.experiment import dumps
+    from simhpc.experiment.runner import build_workload
 
     exp = loads("""
 seed = 2

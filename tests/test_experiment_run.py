@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from apps.registry import app
-from scheduler.experiment import loads
-from scheduler.experiment.runner import ExperimentError, build_workload, run_experiment
+from simhpc.experiment import loads
+from simhpc.experiment.runner import ExperimentError, build_workload, run_experiment
 
 
 @app("test-boom")
@@ -115,7 +115,7 @@ def test_runs_are_deterministic():
 
 
 def test_the_progress_bar_changes_nothing_but_the_display():
-    from scheduler.results import results_diff
+    from simhpc.results import results_diff
 
     exp = loads(SMALL, overrides=["workload.jobs=10"])
     quiet = run_experiment(exp, comm=None, progress=False)

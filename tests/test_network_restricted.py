@@ -65,8 +65,8 @@ def test_restriction_is_refused_on_a_torus():
 
 
 def test_an_experiment_with_jigsaw_runs_app_jobs_on_reserved_links():
-    from scheduler.experiment import loads
-    from scheduler.experiment.runner import run_experiment
+    from simhpc.experiment import loads
+    from simhpc.experiment.runner import run_experiment
 
     exp = loads("""
 [machine]

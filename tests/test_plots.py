@@ -12,9 +12,9 @@ pytest.importorskip("matplotlib")
 from matplotlib.figure import Figure  # noqa: E402
 
 from results_helpers import fabricate  # noqa: E402
-from scheduler import plots  # noqa: E402
+from simhpc import plots  # noqa: E402
 from scheduler.errors import UserError  # noqa: E402
-from scheduler.results import Results, empty_job_columns, write_results  # noqa: E402
+from simhpc.results import Results, empty_job_columns, write_results  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +205,7 @@ def test_plot_files_writes_every_figure(tmp_path, a, b):
 
 
 def test_plot_files_labels_runs_of_one_experiment_by_their_files(tmp_path, a, b, monkeypatch):
-    from scheduler.plots import files
+    from simhpc.plots import files
 
     drawn = []
 

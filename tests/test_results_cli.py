@@ -10,8 +10,8 @@ import h5py
 import pytest
 
 from results_helpers import fabricate
-from scheduler.cli import main
-from scheduler.results import SCHEMA_VERSION, read_results, write_results
+from simhpc.cli import main
+from simhpc.results import SCHEMA_VERSION, read_results, write_results
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

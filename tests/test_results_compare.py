@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from results_helpers import fabricate
-from scheduler.results import arrays_identical, job_table_diff, job_table_equal, results_diff, results_equal
+from simhpc.results import arrays_identical, job_table_diff, job_table_equal, results_diff, results_equal
 
 
 def _copy(r):

@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 
 from results_helpers import fabricate
-from scheduler.plots import COMPARISON_FIGURES, PER_FILE_FIGURES
-from scheduler.results import JOB_COLUMNS, LINK_COLUMNS, SCHEMA_VERSION, SERIES, write_results
-from scheduler.results.schema_doc import doc_blocks, generated_tables, update_doc
+from simhpc.plots import COMPARISON_FIGURES, PER_FILE_FIGURES
+from simhpc.results import JOB_COLUMNS, LINK_COLUMNS, SCHEMA_VERSION, SERIES, write_results
+from simhpc.results.schema_doc import doc_blocks, generated_tables, update_doc
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "results.md"
 
 
 def test_generated_tables_are_up_to_date():
     blocks = doc_blocks(DOC.read_text(encoding="utf-8"))
-    assert blocks == generated_tables(), "run: python -m scheduler.results.schema_doc docs/results.md"
+    assert blocks == generated_tables(), "run: python -m simhpc.results.schema_doc docs/results.md"
 
 
 def test_every_column_is_listed_with_its_unit():

@@ -10,10 +10,10 @@ import pytest
 
 from results_helpers import fabricate
 from scheduler.errors import UserError
-from scheduler.results import (JOB_COLUMNS, LINK_COLUMNS, SCHEMA_NAME, SCHEMA_VERSION, SERIES, Results,
+from simhpc.results import (JOB_COLUMNS, LINK_COLUMNS, SCHEMA_NAME, SCHEMA_VERSION, SERIES, Results,
                                ResultsFileError, empty_job_columns, read_file_info, read_results, results_diff,
                                write_results)
-from scheduler.results import hdf5
+from simhpc.results import hdf5
 
 STAMP = "2024-01-01T00:00:00+00:00"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.cli import main
+from simhpc.cli import main
 
 DATA = Path(__file__).parent / "data"
 SIX = str(DATA / "backfill6.swf")

@@ -17,7 +17,7 @@ from scheduler.ordering import ORDERINGS
 from scheduler.swf import write_swf
 from scheduler.workload import LogNormal, PowerOfTwo, SyntheticWorkload, Uniform
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[1]
 TRACES = Path(os.environ.get("SIMHPC_TRACES") or Path(__file__).resolve().parents[2] / "shared" / "traces")
 
 
@@ -41,7 +41,7 @@ def test_same_inputs_same_job_table(order, backfill):
 
 def _replay_csv(trace: Path, out: Path, hash_seed: str, *args: str) -> bytes:
     env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONHASHSEED=hash_seed)
-    code = "import sys; from scheduler.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from simhpc.cli import main; sys.exit(main(sys.argv[1:]))"
     subprocess.run([sys.executable, "-c", code, "replay", str(trace), "--jobs-out", str(out), *args],
                    check=True, env=env, capture_output=True, timeout=120)
     return out.read_bytes()

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scheduler.cli import main
-from scheduler.studies import (
+from simhpc.cli import main
+from simhpc.studies import (
     BackgroundApp,
     ForegroundJob,
     InterferenceStudy,
@@ -27,7 +27,7 @@ from scheduler.studies import (
     run_study,
     write_study,
 )
-from scheduler.studies.hdf5 import StudyFileError
+from simhpc.studies.hdf5 import StudyFileError
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
@@ -312,7 +312,7 @@ def test_hdf5_round_trip_and_errors(static_res, tmp_path):
 
 
 def test_plot_writes_a_png(static_res, tmp_path):
-    from scheduler.studies import plot_study
+    from simhpc.studies import plot_study
 
     p = plot_study(static_res, tmp_path / "f.png")
     assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -463,7 +463,7 @@ def test_repro_script_imports_and_has_help(name, capsys, monkeypatch):
 # command line is checked above.
 @pytest.mark.parametrize("name", ["repro_obaida_liu", "repro_albing", "repro_pollard", "repro_jigsaw"])
 def test_repro_tiny_mode_prints_a_table_and_json(name, tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     p = subprocess.run([sys.executable, str(SCRIPTS / f"{name}.py"), "--tiny", "--out", str(tmp_path)],
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr
@@ -486,8 +486,8 @@ def test_repro_tiny_mode_prints_a_table_and_json(name, tmp_path):
 
 # ------------------------------------------------------------------------- docs, examples
 def test_docs_list_every_column_of_the_file():
-    from scheduler.studies.hdf5 import SUMMARY_COLUMNS
-    from scheduler.studies.results import HOT_COLUMNS, RUN_COLUMNS
+    from simhpc.studies.hdf5 import SUMMARY_COLUMNS
+    from simhpc.studies.results import HOT_COLUMNS, RUN_COLUMNS
 
     text = (ROOT / "docs" / "studies.md").read_text()
     for name, (dt, unit, desc) in {**RUN_COLUMNS, **HOT_COLUMNS}.items():

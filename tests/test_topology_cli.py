@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from models.presets import PRESETS, get_machine
-from scheduler.cli import main
+from simhpc.cli import main
 
 
 def test_list_names_every_preset(capsys):

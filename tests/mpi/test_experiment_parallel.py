@@ -11,8 +11,8 @@ pytestmark = pytest.mark.mpi
 def test_experiment_identical_to_sequential():
     from mpi4py import MPI
 
-    from scheduler.experiment import loads
-    from scheduler.experiment.runner import run_experiment
+    from simhpc.experiment import loads
+    from simhpc.experiment.runner import run_experiment
     from test_experiment_run import SMALL
 
     comm = MPI.COMM_WORLD
@@ -34,10 +34,10 @@ def test_experiment_identical_to_sequential():
 def test_hdf5_job_tables_identical_for_p1_and_p(tmp_path_factory):
     from mpi4py import MPI
 
-    from scheduler.experiment import loads
-    from scheduler.experiment.runner import run_experiment
-    from scheduler.results.compare import job_table_diff
-    from scheduler.results.hdf5 import read_results, write_results
+    from simhpc.experiment import loads
+    from simhpc.experiment.runner import run_experiment
+    from simhpc.results.compare import job_table_diff
+    from simhpc.results.hdf5 import read_results, write_results
     from test_experiment_run import SMALL
 
     comm = MPI.COMM_WORLD
@@ -56,7 +56,7 @@ def test_hdf5_job_tables_identical_for_p1_and_p(tmp_path_factory):
 def test_a_cli_mistake_stops_every_rank_and_prints_one_line(capsys):
     from mpi4py import MPI
 
-    from scheduler.cli import main
+    from simhpc.cli import main
 
     comm = MPI.COMM_WORLD
     # Found on rank 0 only (the results folder), but every rank stops: none waits in the run.

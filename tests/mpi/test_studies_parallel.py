@@ -14,7 +14,7 @@ pytestmark = pytest.mark.mpi
 def test_static_study_identical_to_sequential(parallel):
     from mpi4py import MPI
 
-    from scheduler.studies import run_study
+    from simhpc.studies import run_study
     from test_studies import _same, _study
 
     st = dataclasses.replace(_study(), parallel=parallel)
@@ -28,7 +28,7 @@ def test_static_study_identical_to_sequential(parallel):
 def test_trace_study_identical_to_sequential(parallel):
     from mpi4py import MPI
 
-    from scheduler.studies import loads_study, run_study
+    from simhpc.studies import loads_study, run_study
     from test_studies import TRACE_TOML, _same
 
     st = loads_study(TRACE_TOML, overrides=[f'study.parallel="{parallel}"'])

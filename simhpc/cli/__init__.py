@@ -1,0 +1,82 @@
+"""The ``simhpc`` command line: one console script with subcommands.
+
+Each subcommand lives in its own module of this package and exposes ``HELP`` (one line),
+``add_arguments(parser)`` and ``run(args) -> int``. User mistakes raise :class:`CliError`
+(or one of the package's validation errors) and are printed to stderr with exit status 2,
+never as a bare traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .common import CliError, user_errors
+
+# Subcommand name -> module (imported only when used, so `simhpc machine` stays fast).
+SUBCOMMANDS = {
+    "run": "simhpc.cli.run_cmd",
+    "replay": "simhpc.cli.replay_cmd",
+    "app": "simhpc.cli.app_cmd",
+    "machine": "simhpc.cli.machine_cmd",
+    "show": "simhpc.cli.show_cmd",
+    "plot": "simhpc.cli.plot_cmd",
+    "study": "simhpc.cli.study_cmd",
+}
+
+
+def _available() -> dict[str, object]:
+    mods = {}
+    for name, modname in SUBCOMMANDS.items():
+        try:
+            mods[name] = importlib.import_module(modname)
+        except ModuleNotFoundError as exc:
+            if exc.name != modname:
+                raise
+    return mods
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="simhpc",
+        description="simhpc: parallel discrete-event simulation of HPC schedulers, MPI applications and networks",
+    )
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"simhpc {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, mod in _available().items():
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run, _take_extra=getattr(mod, "take_extra", None))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    # parse_known_args: a subcommand may take positional arguments after its options (the app
+    # arguments of `simhpc app NAME --ranks 8 nbytes=1KiB`), which argparse leaves over.
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        take = getattr(args, "_take_extra", None)
+        rest = take(args, extra) if take is not None else extra
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if getattr(args, "_run", None) is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        with user_errors() as status:
+            status.code = args._run(args)
+    except BrokenPipeError:
+        # The reader went away (`simhpc machine cab | head`): not an error of ours. Point
+        # stdout at devnull so that the interpreter's final flush does not fail again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    return status.code
+
+
+__all__ = ["CliError", "main", "build_parser"]

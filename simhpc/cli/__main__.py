@@ -1,0 +1,7 @@
+"""``python -m simhpc.cli``: the same as the ``simhpc`` console script."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

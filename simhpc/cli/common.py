@@ -1,0 +1,102 @@
+"""Helpers shared by the subcommands: error reporting, JSON output and tables."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+from pdes.errors import UserError
+from pdes.parallel import launcher_rank
+
+
+class CliError(UserError):
+    """A user mistake on the command line; printed without a traceback, exit status 2."""
+
+
+@dataclass
+class _Status:
+    code: int = 0
+
+
+def _user_error_types() -> tuple[type[BaseException], ...]:
+    # Every layer's user mistakes derive from pdes.errors.UserError; missing or unreadable
+    # files named by the user are mistakes too.
+    return (CliError, UserError, FileNotFoundError, IsADirectoryError)
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[_Status]:
+    """Turn user errors into one line on stderr and exit status 2.
+
+    Under mpirun every rank meets the same mistake (they read the same files and options);
+    rank 0 alone prints it, so the user sees one line, and every rank exits with status 2.
+    """
+    status = _Status()
+    try:
+        yield status
+    except _user_error_types() as exc:
+        if launcher_rank() == 0:
+            print(f"simhpc: error: {exc}", file=sys.stderr)
+        status.code = 2
+    except KeyboardInterrupt:
+        print("simhpc: interrupted", file=sys.stderr)
+        status.code = 130
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    import argparse
+
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return v
+
+
+def print_json(obj: Any) -> None:
+    """Print one JSON object on one line (the last line of a --json run)."""
+    print(json.dumps(obj, default=_default, sort_keys=False))
+
+
+def _default(o: Any) -> Any:
+    try:
+        import numpy as np
+
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
+    """A plain aligned text table."""
+    cells = [[_fmt(c) for c in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    for r in cells:
+        out.append("  ".join(c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(r, widths)))
+    return "\n".join(out)
+
+
+def _fmt(c: Any) -> str:
+    if isinstance(c, float):
+        return f"{c:.4g}"
+    return str(c)
+
+
+def _numeric(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,128 @@
+"""``simhpc replay``: an SWF trace through a scheduler (pyss/AccaSim style)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .common import CliError, print_json, table, positive_int
+
+HELP = "replay an SWF workload trace through a scheduler and print its metrics"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from scheduler.allocator import ALLOCATORS
+    from scheduler.backfill import BACKFILLS
+    from scheduler.ordering import ORDERINGS
+
+    parser.add_argument("trace", metavar="TRACE", help="an SWF trace (.swf or .swf.gz)")
+    parser.add_argument("--nodes", type=int, metavar="N", help="machine size in nodes (default: from the trace header)")
+    parser.add_argument("--cores-per-node", type=int, metavar="C",
+                        help="processes per node (default 1: an SWF processor count is a node count)")
+    parser.add_argument("--machine", metavar="PRESET", help="a machine preset (sets nodes, cores per node, topology)")
+    parser.add_argument("--allocator", default="firstfree", metavar="NAME",
+                        help=f"node allocator: {', '.join(ALLOCATORS)} (default firstfree)")
+    parser.add_argument("--allocator-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an allocator option (repeatable), e.g. ordering=hilbert or gap=2; values are JSON or strings")
+    parser.add_argument("--order", default="fcfs", metavar="POLICY",
+                        help=f"queue ordering: {'|'.join(ORDERINGS)} (default fcfs)")
+    parser.add_argument("--backfill", default="easy", metavar="POLICY",
+                        help=f"reservation/backfill: {'|'.join(BACKFILLS)} (default easy)")
+    parser.add_argument("--no-kill", action="store_true",
+                        help="let jobs run past their requested time instead of killing them")
+    parser.add_argument("--strict", action="store_true",
+                        help="a job larger than the machine is an error (default: rejected and counted)")
+    parser.add_argument("--skip-malformed", action="store_true",
+                        help="skip and count malformed trace lines (default: stop at the first)")
+    parser.add_argument("--limit", type=positive_int, metavar="N", help="replay only the first N jobs")
+    parser.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    parser.add_argument("--jobs-out", metavar="FILE.csv", help="write the per-job table as CSV")
+    parser.add_argument("--json", action="store_true", help="end the output with one JSON object of the figures")
+
+
+def _fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.4g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.4g} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.4g} h"
+    return f"{seconds / 86400:.4g} d"
+
+
+def parse_options(items: list[str], flag: str) -> dict[str, Any]:
+    """``KEY=VALUE`` strings into a dict; a value is JSON when it parses, else a string."""
+    import json
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"{flag} {item!r}: write KEY=VALUE, e.g. {flag} ordering=hilbert")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from scheduler.replay import replay
+
+    if args.nodes is not None and args.nodes < 1:
+        raise CliError(f"--nodes must be >= 1, got {args.nodes}; give the machine size in nodes, e.g. --nodes 128")
+    if args.cores_per_node is not None and args.cores_per_node < 1:
+        raise CliError(f"--cores-per-node must be >= 1, got {args.cores_per_node}")
+    res = replay(
+        args.trace,
+        nodes=args.nodes,
+        cores_per_node=args.cores_per_node,
+        machine=args.machine,
+        allocator=args.allocator,
+        order=args.order,
+        backfill=args.backfill,
+        kill_overrun=not args.no_kill,
+        seed=args.seed,
+        strict=args.strict,
+        skip_malformed=args.skip_malformed,
+        limit=args.limit,
+        allocator_options=parse_options(args.allocator_option, "--allocator-option"),
+    )
+    s = res.summary()
+    rows: list[list[Any]] = [
+        ["trace", s["trace"]],
+        ["machine", f"{s['nodes']} nodes x {s['cores_per_node']} core(s)" + (f" ({s['machine']})" if s["machine"] else "")],
+        ["scheduler", f"order={s['order']} backfill={s['backfill']} allocator={s['allocator']}"],
+        ["jobs run", s["jobs"]],
+        ["rejected", s["rejected"]],
+        ["killed (walltime)", s["killed"]],
+        ["makespan", _fmt_time(s["makespan"])],
+        ["mean wait", _fmt_time(s["mean_wait"])],
+        ["max wait", _fmt_time(s["max_wait"])],
+        ["mean bounded slowdown", s["mean_bounded_slowdown"] if s["mean_bounded_slowdown"] is not None else "-"],
+        ["utilization", f"{100 * s['utilization']:.2f} %"],
+        ["loss of capacity", f"{100 * s['loss_of_capacity']:.2f} %"],
+        ["wall time", f"{s['wall_s']:.3g} s (simulation {s['sim_wall_s']:.3g} s)"],
+    ]
+    rep = res.swf_report
+    if rep is not None:
+        filt = {k: v for k, v in rep.as_dict().items() if v and k not in ("lines", "kept")}
+        rows.insert(4, ["trace filter", f"{rep.lines} lines, {rep.kept} kept"
+                        + (": " + ", ".join(f"{k} {v}" for k, v in filt.items()) if filt else "")])
+    print(table(rows, ["figure", "value"]))
+    if res.placement is not None and res.placement["bins"]:
+        print()
+        print(table([[b["nodes"], b["jobs"], b["mean_aph"], b["mean_mind"], b["mean_diameter"], b["mean_span"]]
+                     for b in res.placement["bins"]],
+                    ["job nodes", "jobs", "mean APH", "mean MIND", "mean diameter", "mean span"]))
+    if args.jobs_out:
+        try:
+            n = res.table.to_csv(args.jobs_out)
+        except OSError as exc:
+            raise CliError(f"cannot write --jobs-out {args.jobs_out!r}: {exc.strerror or exc}") from None
+        print(f"wrote {n} job rows to {args.jobs_out}")
+    if args.json:
+        print_json(s)
+    return 0

@@ -1,7 +1,0 @@
-"""``python -m scheduler.cli``: the same as the ``simhpc`` console script."""
-
-import sys
-
-from . import main
-
-sys.exit(main())
