@@ -1,0 +1,116 @@
+"""Checks of user-given values, shared by every layer of simhpc.
+
+Each check takes the value's name as the user knows it (``"FatTree: radix"``,
+``"scheduler.ranks_per_node"``, ``"ranks"``), the value given and its valid range, and either
+returns the normalised value (a plain ``int``/``float``/``str``) or raises ``error`` (a
+:class:`~pdes.errors.UserError` subclass; the caller's own error type by default) with a
+message of one form everywhere::
+
+    <name> must be an integer >= 1, got 0
+    <name> must be a finite number in [0, 1], got nan
+    unknown <name> 'fifo'; valid: fcfs, sjf, ljf
+
+Booleans are never taken for numbers (``True`` is not a rank count), numpy scalars are.
+These run where values enter (constructors, file readers, the command line), never inside the
+event loop.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import Any, Iterable, Sequence
+
+from .errors import UserError
+
+__all__ = ["is_int", "is_number", "check_int", "check_ints", "check_float", "check_choice", "check_bool"]
+
+
+def is_int(value: Any) -> bool:
+    """True for a Python or numpy integer, False for a bool or anything else."""
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    """True for a Python or numpy integer or float, False for a bool or anything else."""
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def _int_range(lo: int | None, hi: int | None) -> str:
+    if lo is not None and hi is not None:
+        return f"in {lo}..{hi}"
+    if lo is not None:
+        return f">= {lo}"
+    if hi is not None:
+        return f"<= {hi}"
+    return ""
+
+
+def check_int(name: str, value: Any, *, lo: int | None = None, hi: int | None = None,
+              error: type[Exception] = UserError) -> int:
+    """An integer in ``[lo, hi]`` (either bound None: unbounded on that side)."""
+    rng = _int_range(lo, hi)
+    what = f"an integer {rng}".rstrip()
+    if not is_int(value):
+        raise error(f"{name} must be {what}, got {value!r}")
+    v = int(value)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise error(f"{name} must be {what}, got {v}")
+    return v
+
+
+def check_ints(name: str, value: Any, *, length: int | None = None, lo: int | None = None,
+               hi: int | None = None, error: type[Exception] = UserError) -> tuple[int, ...]:
+    """A sequence of integers in ``[lo, hi]``, of exactly ``length`` entries when given."""
+    what = f"integers {_int_range(lo, hi)}".rstrip()
+    if isinstance(value, (str, bytes)) or not (isinstance(value, Sequence) or hasattr(value, "__len__")):
+        raise error(f"{name} must be a sequence of {what}, got {value!r}")
+    vals = tuple(value)
+    if length is not None and len(vals) != length:
+        raise error(f"{name} must have {length} entries, got {len(vals)}: {vals!r}")
+    return tuple(check_int(f"{name}[{i}]", v, lo=lo, hi=hi, error=error) for i, v in enumerate(vals))
+
+
+def check_float(name: str, value: Any, *, lo: float | None = None, hi: float | None = None,
+                lo_open: bool = False, hi_open: bool = False, finite: bool = True,
+                error: type[Exception] = UserError) -> float:
+    """A real number in the interval given by ``lo``/``hi`` (open ends when ``*_open``).
+
+    ``finite=False`` admits ``inf`` (e.g. "no limit"); NaN is never admitted.
+    """
+    parts = []
+    if lo is not None or hi is not None:
+        left = "-inf" if lo is None else f"{lo:g}"
+        right = "inf" if hi is None else f"{hi:g}"
+        parts.append(f" in {'(' if lo_open or lo is None else '['}{left}, {right}{')' if hi_open or hi is None else ']'}")
+    what = f"{'a finite' if finite else 'a'} number{''.join(parts)}"
+    if not is_number(value):
+        raise error(f"{name} must be {what}, got {value!r}")
+    v = float(value)
+    if (math.isnan(v) or (finite and math.isinf(v))
+            or (lo is not None and (v < lo or (lo_open and v == lo)))
+            or (hi is not None and (v > hi or (hi_open and v == hi)))):
+        raise error(f"{name} must be {what}, got {v!r}")
+    return v
+
+
+def check_choice(name: str, value: Any, choices: Iterable[str], *, error: type[Exception] = UserError) -> str:
+    """One of ``choices`` (the message lists them)."""
+    valid = tuple(choices)
+    if not isinstance(value, str) or value not in valid:
+        raise error(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+    return value
+
+
+def check_bool(name: str, value: Any, *, error: type[Exception] = UserError) -> bool:
+    """``True`` or ``False`` (numpy bools included; 0/1 are not booleans)."""
+    if isinstance(value, bool):
+        return value
+    try:
+        import numpy as np
+
+        if isinstance(value, np.bool_):
+            return bool(value)
+    except ImportError:  # pragma: no cover
+        pass
+    raise error(f"{name} must be true or false, got {value!r}")
