@@ -21,6 +21,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pdes.validate import check_int
+
 from .errors import TopologyError
 from .units import UnitError, parse_bandwidth, parse_rate
 
@@ -49,8 +51,7 @@ class NodeModel:
     mem_bw_per_node: float | str
 
     def __post_init__(self) -> None:
-        if isinstance(self.cores, bool) or not isinstance(self.cores, int) or self.cores < 1:
-            raise NodeModelError(f"NodeModel: cores must be an integer >= 1, got {self.cores!r}")
+        object.__setattr__(self, "cores", check_int("NodeModel: cores", self.cores, lo=1, error=NodeModelError))
         try:
             fl = parse_rate(self.flops_per_node, what="flops_per_node")
             bw = parse_bandwidth(self.mem_bw_per_node, what="mem_bw_per_node")

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from pdes.validate import check_int
+
 from .errors import TopologyError
 from .topology import Dragonfly, FatTree, Topology, Torus
 from .units import UnitError, parse_bandwidth, parse_rate
@@ -36,8 +38,8 @@ class Machine:
             raise TopologyError(f"Machine: name must be a non-empty string, got {self.name!r}")
         if not isinstance(self.topology, Topology):
             raise TopologyError(f"Machine {self.name}: topology must be a Topology, got {type(self.topology).__name__}")
-        if isinstance(self.cores_per_node, bool) or not isinstance(self.cores_per_node, int) or self.cores_per_node < 1:
-            raise TopologyError(f"Machine {self.name}: cores_per_node must be an integer >= 1, got {self.cores_per_node!r}")
+        object.__setattr__(self, "cores_per_node",
+                           check_int(f"Machine {self.name}: cores_per_node", self.cores_per_node, lo=1, error=TopologyError))
         try:
             fl = parse_rate(self.flops_per_node)
         except UnitError as exc:

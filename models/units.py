@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from pdes.errors import UserError
+from pdes.validate import is_number
 
 __all__ = ["UnitError", "parse_time", "parse_bytes", "parse_bandwidth", "parse_rate", "format_time", "format_bytes"]
 
@@ -31,9 +32,9 @@ _BIN = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**5
 
 
 def _split(value: str | float | int, what: str, kind: str) -> tuple[float, str]:
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise UnitError(f"{what}: expected a number or a string with a unit, e.g. {_EXAMPLES[kind]}; got {value!r}")
-    if isinstance(value, (int, float)):
+    if not isinstance(value, str):
+        if not is_number(value):
+            raise UnitError(f"{what}: expected a number or a string with a unit, e.g. {_EXAMPLES[kind]}; got {value!r}")
         return float(value), ""
     m = _RE.match(value.replace("µ", "u"))
     if not m:

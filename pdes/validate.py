@@ -9,6 +9,7 @@ message of one form everywhere::
     <name> must be an integer >= 1, got 0
     <name> must be a finite number in [0, 1], got nan
     unknown <name> 'fifo'; valid: fcfs, sjf, ljf
+    <owner>: unknown <name> 'xy'; valid: dmodk, ecmp     (for a name "<owner>: <name>")
 
 Booleans are never taken for numbers (``True`` is not a rank count), numpy scalars are.
 These run where values enter (constructors, file readers, the command line), never inside the
@@ -28,7 +29,9 @@ __all__ = ["is_int", "is_number", "check_int", "check_ints", "check_float", "che
 
 def is_int(value: Any) -> bool:
     """True for a Python or numpy integer, False for a bool or anything else."""
-    return isinstance(value, Integral) and not isinstance(value, bool)
+    t = type(value)
+    # A plain int is the common case; the ABC check (numpy integers) only runs for the rest.
+    return t is int or (t is not bool and isinstance(value, Integral))
 
 
 def is_number(value: Any) -> bool:
@@ -95,10 +98,14 @@ def check_float(name: str, value: Any, *, lo: float | None = None, hi: float | N
 
 
 def check_choice(name: str, value: Any, choices: Iterable[str], *, error: type[Exception] = UserError) -> str:
-    """One of ``choices`` (the message lists them)."""
+    """One of ``choices`` (the message lists them).
+
+    A name written ``"Owner: param"`` reads ``Owner: unknown param 'x'; valid: ...``.
+    """
     valid = tuple(choices)
     if not isinstance(value, str) or value not in valid:
-        raise error(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+        owner, sep, param = name.rpartition(": ")
+        raise error(f"{owner}{sep}unknown {param} {value!r}; valid: {', '.join(valid)}")
     return value
 
 

@@ -19,6 +19,8 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from pdes.validate import is_int
+
 from ..errors import TopologyError
 from .partition import partition_routers
 
@@ -120,7 +122,7 @@ class Topology(ABC):
 
     # ------------------------------------------------------------------ argument checks
     def _node(self, v: Any, what: str) -> int:
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if not is_int(v):
             raise TopologyError(f"{self.name}: {what} must be a node id (int), got {v!r}")
         v = int(v)
         if not 0 <= v < self.n_nodes:
@@ -161,7 +163,7 @@ class Topology(ABC):
     def _route_miss(self, src: Any, dst: Any, key: Any) -> tuple[int, ...]:
         s = self._node(src, "src")
         d = self._node(dst, "dst")
-        if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
+        if not is_int(key):
             raise TopologyError(f"{self.name}: route key must be an integer, got {key!r}")
         k = int(key)
         r = self._route1(s, d, k) if s != d else ()
@@ -320,7 +322,7 @@ class Topology(ABC):
 
     def _vertex(self, vertex: Any) -> int:
         nv = self.n_nodes + self.n_routers
-        if isinstance(vertex, bool) or not isinstance(vertex, (int, np.integer)) or not 0 <= int(vertex) < nv:
+        if not is_int(vertex) or not 0 <= int(vertex) < nv:
             raise TopologyError(f"{self.name}: vertex {vertex!r} out of range; valid: 0..{nv - 1}")
         return int(vertex)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pdes.validate import check_int
+
 from ..errors import TopologyError
 
 
@@ -37,9 +39,7 @@ def partition_routers(units: np.ndarray, router_nodes: np.ndarray, nranks: int) 
     is split into contiguous pieces. Units without nodes (fat-tree spines) are spread evenly
     over all ranks. The result depends only on the arguments.
     """
-    if isinstance(nranks, bool) or not isinstance(nranks, (int, np.integer)) or nranks < 1:
-        raise TopologyError(f"partition: nranks must be an integer >= 1, got {nranks!r}")
-    nranks = int(nranks)
+    nranks = check_int("partition: nranks", nranks, lo=1, error=TopologyError)
     units = np.asarray(units, dtype=np.int64)
     weight = np.asarray(router_nodes, dtype=np.int64)
     n = len(units)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from pdes import validate as _v
+
 from ..errors import TopologyError
 from ..units import UnitError, parse_bandwidth, parse_time
 
@@ -18,23 +20,12 @@ MAX_ELEMENTS = 2**31 - 1
 
 def check_int(cls: str, name: str, value: Any, lo: int, hi: int | None = None) -> int:
     """An integer in ``[lo, hi]`` (``hi`` None: unbounded)."""
-    rng = f">= {lo}" if hi is None else f"in {lo}..{hi}"
-    if isinstance(value, bool) or not isinstance(value, int) and not _is_np_int(value):
-        raise TopologyError(f"{cls}: {name} must be an integer {rng}, got {value!r}")
-    v = int(value)
-    if v < lo or (hi is not None and v > hi):
-        raise TopologyError(f"{cls}: {name} must be an integer {rng}, got {v}")
-    return v
+    return _v.check_int(f"{cls}: {name}", value, lo=lo, hi=hi, error=TopologyError)
 
 
 def check_ints(cls: str, name: str, value: Any, length: int | None, lo: int) -> tuple[int, ...]:
     """A tuple of integers >= ``lo`` (of exactly ``length`` entries when given)."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) and not hasattr(value, "__len__"):
-        raise TopologyError(f"{cls}: {name} must be a sequence of integers >= {lo}, got {value!r}")
-    vals = tuple(value)
-    if length is not None and len(vals) != length:
-        raise TopologyError(f"{cls}: {name} must have {length} entries (one per level/dimension), got {len(vals)}: {vals!r}")
-    return tuple(check_int(cls, f"{name}[{i}]", v, lo) for i, v in enumerate(vals))
+    return _v.check_ints(f"{cls}: {name}", value, length=length, lo=lo, error=TopologyError)
 
 
 def check_bw(cls: str, name: str, value: Any) -> float:
@@ -61,9 +52,7 @@ def check_lat(cls: str, name: str, value: Any) -> float:
 
 def check_choice(cls: str, name: str, value: Any, choices: Sequence[str]) -> str:
     """One of ``choices``."""
-    if value not in choices:
-        raise TopologyError(f"{cls}: unknown {name} {value!r}; valid: {', '.join(choices)}")
-    return str(value)
+    return _v.check_choice(f"{cls}: {name}", value, choices, error=TopologyError)
 
 
 def check_size(cls: str, what: str, value: int) -> int:
@@ -72,11 +61,3 @@ def check_size(cls: str, what: str, value: int) -> int:
         raise TopologyError(f"{cls}: the parameters give {value:,} {what}, more than the {MAX_ELEMENTS:,} that int32 ids can hold")
     return value
 
-
-def _is_np_int(value: Any) -> bool:
-    try:
-        import numpy as np
-
-        return isinstance(value, np.integer)
-    except ImportError:  # pragma: no cover
-        return False
