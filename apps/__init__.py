@@ -7,6 +7,8 @@
   unstr-mesh, even-odd, ring, alltoall);
 * :mod:`apps.node`: the MPI node entity and the job launch/report/kill protocol;
 * :mod:`apps.manager`: a job manager entity that runs jobs through that protocol;
+* :mod:`apps.platform`: :func:`build_platform`, the one assembly of a machine that runs jobs
+  (simulator, network of MPI nodes, job manager);
 * :mod:`apps.run`: :func:`run_app`, one app alone on a machine.
 """
 
@@ -15,6 +17,7 @@ from .manager import JobManager, JobRecord
 from .mapping import map_ranks
 from .mpi import ANY_SOURCE, ANY_TAG, PROC_NULL, CartComm, Comm, Request, Status, dims_create
 from .node import LaunchSpec, MpiNode, MpiOptions, MpiShared, NodeReport
+from .platform import Platform, build_platform
 from .registry import AppInfo, JobContext, app, app_names, bind_args, get_app
 from .run import AppResult, choose_nodes, run_app
 
@@ -22,6 +25,6 @@ __all__ = [
     "ANY_SOURCE", "ANY_TAG", "PROC_NULL",
     "AppConfigError", "AppError", "AppInfo", "AppResult", "AppTimeoutError", "AppsError", "CartComm", "Comm",
     "DeadlockError", "JobContext", "JobManager", "JobRecord", "LaunchSpec", "MpiError", "MpiNode", "MpiOptions",
-    "MpiShared", "NodeReport", "Request", "Status",
-    "app", "app_names", "bind_args", "choose_nodes", "dims_create", "get_app", "map_ranks", "run_app",
+    "MpiShared", "NodeReport", "Platform", "Request", "Status",
+    "app", "app_names", "bind_args", "build_platform", "choose_nodes", "dims_create", "get_app", "map_ranks", "run_app",
 ]

@@ -1,8 +1,9 @@
 """A job manager entity: launches jobs on nodes, collects their reports, kills failed jobs.
 
-:func:`apps.run.run_app` runs one job through it; the scheduler layer can reuse it (or
-mirror its protocol, documented in :mod:`apps.node`). The manager lives on one rank (rank 0
-by default); its records are complete there once the run has ended.
+:func:`apps.platform.build_platform` adds it to every machine that runs jobs (one app
+alone, a scheduled experiment, an interference study); its protocol is documented in
+:mod:`apps.node`. The manager lives on one rank (rank 0 by default); its records are
+complete there once the run has ended.
 """
 
 from __future__ import annotations

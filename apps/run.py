@@ -22,16 +22,16 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from models.network import Network, NetworkConfig, NetworkStats, network_lookahead
-from models.node_model import NodeModel
+from models.network import NetworkConfig, NetworkStats
 from models.presets import Machine, get_machine
 from pdes import RunStats, Simulator
 
 from .errors import AppConfigError, AppError, AppTimeoutError, DeadlockError
-from .manager import JobManager, JobRecord
+from .manager import JobRecord
 from .mapping import MappingSpec, map_ranks
 from .mpi.comm import _seed
-from .node import DEFAULT_CTRL, DEFAULT_EAGER, DEFAULT_POLL, LaunchSpec, MpiNode, MpiOptions, MpiShared
+from .node import DEFAULT_CTRL, DEFAULT_EAGER, DEFAULT_POLL, LaunchSpec, MpiOptions
+from .platform import build_platform, network_config
 from .registry import bind_args
 
 __all__ = ["AppResult", "PLACEMENTS", "choose_nodes", "run_app"]
@@ -130,14 +130,6 @@ def choose_nodes(machine: Machine, n: int, placement: str | Sequence[int], seed:
     return tuple(nodes)
 
 
-def _network_config(network: str | NetworkConfig) -> NetworkConfig:
-    if isinstance(network, NetworkConfig):
-        return network
-    if isinstance(network, str):
-        return NetworkConfig(model=network)
-    raise AppConfigError(f"network must be a model name ('packet', 'ideal') or a NetworkConfig, got {network!r}")
-
-
 def run_app(
     machine: str | Machine,
     app: str,
@@ -188,7 +180,7 @@ def run_app(
     args = bind_args(app, {**dict(app_args or {}), **kwargs}, size=ranks)
     options = MpiOptions(eager_threshold=eager_threshold, ctrl_bytes=ctrl_bytes, algorithms=dict(algorithms or {}),
                          poll_time=poll_time)
-    config = _network_config(network)
+    config = network_config(network)
     rpn = m.cores_per_node if ranks_per_node is None else ranks_per_node
     if isinstance(rpn, bool) or not isinstance(rpn, (int, np.integer)) or rpn < 1:
         raise AppConfigError(f"ranks_per_node must be an integer >= 1, got {ranks_per_node!r}")
@@ -197,18 +189,15 @@ def run_app(
     rank_nodes = map_ranks(ranks, nodes, rpn, mapping)
     topo = m.topology
 
-    sim = Simulator(end_time=end_time, lookahead=network_lookahead(topo), seed=seed, comm=comm)
-    shared = MpiShared(NodeModel.from_machine(m))
-    net = Network(sim, topo, config, mem_bw=float(m.mem_bw_per_node), node_cls=MpiNode, node_args=(shared,))
-    mgr = sim.add_entity(JobManager, net.node_offset, name="job_manager", rank=0)
+    plat = build_platform(m, config, seed=seed, end_time=end_time, comm=comm)
+    sim = plat.sim
     spec = LaunchSpec.build(job=job_id, app=app, args=args, rank_nodes=rank_nodes,
-                            report_to=sim.eid("job_manager"), options=options, allowed_links=allowed_links)
-    if mgr is not None:
-        mgr.launch_at(0.0, spec)
+                            report_to=plat.manager_eid, options=options, allowed_links=allowed_links)
+    plat.launch(spec)
     st = sim.run()
-    netstats = net.stats()
-    rec = _shared_record(sim, mgr, job_id)
-    states = _gather_states(sim, net, job_id)
+    netstats = plat.net.stats()
+    rec = plat.shared_record(job_id)
+    states = plat.job_states(job_id)
     _raise_failures(rec, states, sim, end_time)
     # Utilization is busy time over the app's runtime (every link carries the job's traffic
     # only within it); the same figure on every parallel rank.
@@ -234,25 +223,6 @@ def _hot_links(netstats: NetworkStats, topo: Any, k: int) -> list[dict[str, Any]
         h["to"] = f"node {h['dst']}" if h["dst"] < n else f"router {h['dst'] - n}"
         h["kind"] = KIND_NAMES[int(topo.link_kind[h["link"]])]
     return out
-
-
-def _shared_record(sim: Simulator, mgr: JobManager | None, job_id: int = JOB_ID) -> JobRecord:
-    rec = mgr.records[job_id] if mgr is not None else None
-    if sim.comm is not None and sim.size > 1:
-        rec = sim.comm.bcast(rec, root=sim.rank_of(sim.eid("job_manager")))
-    assert rec is not None
-    return rec
-
-
-def _gather_states(sim: Simulator, net: Network, job_id: int = JOB_ID) -> list[dict[str, Any]]:
-    mine = []
-    for n in net.nodes:
-        s = n.job_state(job_id)
-        if s is not None:
-            mine.append(s)
-    if sim.comm is not None and sim.size > 1:
-        return [s for part in sim.comm.allgather(mine) for s in part]
-    return mine
 
 
 def _raise_failures(rec: JobRecord, states: list[dict[str, Any]], sim: Simulator, end_time: float) -> None:

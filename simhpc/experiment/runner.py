@@ -204,7 +204,7 @@ class ProgressTicker(Entity):
 
     def tick(self, _: Any = None) -> None:
         self.ticks += 1
-        sched = self.sim._local.get(self.sched_eid)
+        sched = self.sim.local_entity(self.sched_eid)
         if sched is None:
             return
         ended = sched.n_ended + len(sched.rejected)
@@ -214,7 +214,7 @@ class ProgressTicker(Entity):
         wall = _time.perf_counter() - self.t0
         ev = self.sim.events_so_far()
         self.bar.set_postfix_str(f"t={_fmt_sim(self.sim.now)} events/s={ev / wall if wall > 0 else 0:,.0f}", refresh=False)
-        if sched._next < len(sched.jobs) or sched._queue or sched._running:
+        if not sched.finished:
             self.after(self.period, self.tick)
 
 
@@ -251,10 +251,8 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     ``observer.job_started(job, rank_nodes)`` and ``observer.job_ended(record)`` are called on
     rank 0 in the events where an app job is launched and where it ends.
     """
-    from apps.manager import JobManager
-    from apps.node import MpiNode, MpiOptions, MpiShared
-    from models.network import Network, network_lookahead
-    from models.node_model import NodeModel
+    from apps.node import MpiOptions
+    from apps.platform import build_platform
 
     from scheduler.allocator import make_allocator
     from scheduler.backfill import make_backfill
@@ -267,17 +265,16 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     sc = exp.scheduler
     rpn = sc.ranks_per_node or machine.cores_per_node
     jobs, trace_rejected, wl_report = build_workload(exp, rpn, machine.n_nodes)
-    sim = Simulator(lookahead=network_lookahead(topo), seed=exp.seed, end_time=exp.end_time, comm=comm)
+    runner = AppJobRunner(ranks_per_node=rpn, mapping=sc.mapping,
+                          options=MpiOptions(eager_threshold=sc.eager_threshold, algorithms=dict(sc.algorithms)),
+                          observer=observer, topology=machine.topology)
+    plat = build_platform(machine, exp.network, seed=exp.seed, end_time=exp.end_time, comm=comm,
+                          on_end=runner.on_end)
+    sim, net, mgr = plat.sim, plat.net, plat.manager
     if sim.size > 1:
         from pdes.parallel import install_abort_hook
 
         install_abort_hook(sim.comm)
-    shared = MpiShared(NodeModel.from_machine(machine))
-    net = Network(sim, topo, exp.network, mem_bw=float(machine.mem_bw_per_node), node_cls=MpiNode, node_args=(shared,))
-    runner = AppJobRunner(ranks_per_node=rpn, mapping=sc.mapping,
-                          options=MpiOptions(eager_threshold=sc.eager_threshold, algorithms=dict(sc.algorithms)),
-                          observer=observer, topology=machine.topology)
-    mgr = sim.add_entity(JobManager, net.node_offset, runner.on_end, name="job_manager", rank=0)
     runner.manager = mgr
     try:
         alloc = make_allocator(sc.allocator, n_nodes=machine.n_nodes, topology=topo, seed=exp.seed, **dict(sc.allocator_options))
@@ -339,13 +336,14 @@ class _Idle(Entity):
 def _unfinished(sim: Simulator, sched: Any) -> str:
     """A report of jobs still queued or running when the run ended ('' when none)."""
     mine = ""
-    if sched is not None and (sched._running or sched._queue or sched._next < len(sched.jobs)):
+    if sched is not None and not sched.finished:
         if sim.now >= sim.end_time:
             return ""  # the run was cut at its end time: unfinished jobs are expected
-        lines = [f"the simulation ended at t={sim.now:g} s with {len(sched._running)} job(s) running, "
-                 f"{len(sched._queue)} queued and {len(sched.jobs) - sched._next} not yet submitted"]
-        for jid in sorted(sched._running)[:10]:
-            j = sched._running[jid]
+        running = sched.running
+        lines = [f"the simulation ended at t={sim.now:g} s with {len(running)} job(s) running, "
+                 f"{len(sched.queue)} queued and {sched.unsubmitted} not yet submitted"]
+        for jid in sorted(running)[:10]:
+            j = running[jid]
             lines.append(f"  job {jid} ({j.app_name}, {j.job_size} ranks) never ended")
         blocked = [b for b in sim.stats.blocked if b.waiting_for]
         for b in blocked[:20]:

@@ -383,20 +383,14 @@ class _StaticControl:
 def _simulate_static(ctx: _Context, jobs: list[Job], seed: int, comm: Any,
                      allowed: dict[int, np.ndarray] | None = None) -> dict[str, Any]:
     """The run with background: every job launched at time 0 on its nodes."""
-    from apps.manager import JobManager
-    from apps.node import MpiNode, MpiShared
-    from models.network import Network, network_lookahead
-    from models.node_model import NodeModel
+    from apps.platform import build_platform
 
-    m = ctx.machine
-    s = ctx.study
-    sim = Simulator(end_time=s.end_time, lookahead=network_lookahead(ctx.topo), seed=seed, comm=comm)
-    net = Network(sim, ctx.topo, s.network, mem_bw=float(m.mem_bw_per_node), node_cls=MpiNode,
-                  node_args=(MpiShared(NodeModel.from_machine(m)),))
     ctl = _StaticControl(ctx, jobs, allowed)
-    # The manager comes right after the network, as in apps.run.run_app: with no background
-    # the run is event for event the foreground's run alone.
-    mgr = sim.add_entity(JobManager, net.node_offset, ctl.on_end, name="job_manager", rank=0)
+    # The machine is built as in apps.run.run_app: with no background the run is event for
+    # event the foreground's run alone.
+    plat = build_platform(ctx.machine, ctx.study.network, seed=seed, end_time=ctx.study.end_time, comm=comm,
+                          on_end=ctl.on_end)
+    sim, net, mgr = plat.sim, plat.net, plat.manager
     ctl.mgr = mgr
     ctl.probe_eids, probes = _add_probes(sim, net)
     if mgr is not None:
@@ -406,7 +400,7 @@ def _simulate_static(ctx: _Context, jobs: list[Job], seed: int, comm: Any,
     snaps = _gather_snaps(sim, probes)
     shared = {"fg": ctl.fg, "launches": ctl.launches, "bg_failed": ctl.bg_failed} if mgr is not None else None
     if sim.comm is not None and sim.size > 1:
-        shared = sim.comm.bcast(shared, root=sim.rank_of(sim.eid("job_manager")))
+        shared = sim.comm.bcast(shared, root=sim.rank_of(plat.manager_eid))
     # The probes' snapshot events (one per rank) are left out: the count does not depend on P.
     return {**shared, "events": int(st.events) - sim.size * len(snaps), "snaps": snaps,
             "fg_bytes": float(netstats.job_bytes.get(FG_JOB, 0.0)),
