@@ -305,6 +305,10 @@ class Simulator:
     def is_local(self, eid: int) -> bool:
         return eid in self._local
 
+    def local_entity(self, eid: int) -> Entity | None:
+        """The entity with id ``eid`` when it lives on this rank, else None."""
+        return self._local.get(eid)
+
     def _type_of(self, eid: int) -> EntityType:
         if not _is_int(eid) or not 0 <= eid < self._next_eid:
             raise UnknownEntityError(f"no entity with id {eid!r} (ids are 0..{self._next_eid - 1})")

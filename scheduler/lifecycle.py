@@ -202,6 +202,17 @@ class SchedulerEntity(Entity):
         """The running jobs by id."""
         return self._running
 
+    # -- progress, read by drivers (progress bars, end-of-run checks) ----------------------
+    @property
+    def unsubmitted(self) -> int:
+        """How many jobs of the workload have not been submitted yet."""
+        return len(self.jobs) - self._next
+
+    @property
+    def finished(self) -> bool:
+        """Whether every job was submitted and has ended (or was rejected)."""
+        return not (self._next < len(self.jobs) or self._queue or self._running)
+
     def note_reservation(self, job: Job, start: float) -> None:
         """Record that ``job`` was promised ``start`` (the first promise is kept on the job)."""
         if job.reservation_time is None:
@@ -527,9 +538,9 @@ def simulate(
     stats = sim.run()
     wall = _time.perf_counter() - t0
     assert sched is not None
-    if sched._running or sched._queue or sched._next < len(sched.jobs):
+    if not sched.finished:
         raise SchedulerError(
-            f"the simulation ended with {len(sched._queue)} job(s) waiting and {len(sched._running)} running"
+            f"the simulation ended with {len(sched.queue)} job(s) waiting and {len(sched.running)} running"
         )
     return ScheduleResult(
         jobs=sched.jobs,
