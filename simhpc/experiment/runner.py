@@ -51,7 +51,9 @@ def build_workload(exp: Experiment, ranks_per_node: int, n_nodes: int) -> tuple[
     else:
         from scheduler.swf import read_swf
 
-        path = w.trace if os.path.isabs(w.trace) else os.path.join(exp.base_dir, w.trace)
+        from ..traces import resolve_trace
+
+        path = str(resolve_trace(w.trace, exp.base_dir))
         if not os.path.exists(path):
             raise ConfigError(f"workload.trace: {path!r} does not exist")
         tr = read_swf(path, n_nodes=None, cores_per_node=1, skip_malformed=w.skip_malformed, limit=w.limit)

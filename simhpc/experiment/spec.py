@@ -19,6 +19,8 @@ from models.units import UnitError, parse_bytes, parse_time
 
 from scheduler.errors import UserError
 
+from ..traces import check_trace
+
 __all__ = [
     "ConfigError",
     "DistSpec",
@@ -292,7 +294,8 @@ class WorkloadSpec:
     ``kind = "synthetic"``: ``jobs`` jobs with i.i.d. ``inter_arrival`` gaps, ``size``
     (processes), ``run_time`` and ``request_factor`` (requested = run time x factor), drawn
     from the run seed. ``kind = "swf"``: the jobs of ``trace`` (an SWF file; a relative path
-    is relative to the experiment file), optionally the first ``limit``, with sizes
+    is relative to the experiment file; ``"builtin:NAME"`` is a trace shipped with simhpc,
+    see :mod:`simhpc.traces`), optionally the first ``limit``, with sizes
     multiplied by ``size_scale`` and times by ``time_scale`` (to fit a trace to another
     machine). Job sizes are processes; a job needs ceil(size / ranks per node) nodes.
 
@@ -347,6 +350,7 @@ class WorkloadSpec:
     def _swf(self) -> None:
         if not isinstance(self.trace, str) or not self.trace:
             raise ConfigError("workload.trace: a swf workload needs trace = \"path/to/file.swf[.gz]\"")
+        check_trace("workload.trace", self.trace, error=ConfigError)
         for k, v in (("size_scale", 1.0), ("time_scale", 1.0), ("skip_malformed", False)):
             if getattr(self, k) is None:
                 object.__setattr__(self, k, v)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pdes.errors import UserError
 
-__all__ = ["BUILTIN", "UnknownTraceError", "available", "is_builtin", "resolve_trace", "trace_path"]
+__all__ = ["BUILTIN", "UnknownTraceError", "available", "check_trace", "is_builtin", "resolve_trace", "trace_path"]
 
 #: The scheme that names a shipped trace in a trace value (``"builtin:lublin_256.swf"``).
 BUILTIN = "builtin:"
@@ -66,6 +66,15 @@ def trace_path(name: str) -> Path:
 def is_builtin(value: str | os.PathLike) -> bool:
     """Whether a trace value names a shipped trace (``builtin:NAME``)."""
     return isinstance(value, str) and value.startswith(BUILTIN)
+
+
+def check_trace(name: str, value: str | os.PathLike, *, error: type[UserError] = UnknownTraceError) -> None:
+    """Raise ``error`` (message prefixed by ``name``) if ``value`` is an unknown ``builtin:`` name."""
+    if is_builtin(value):
+        try:
+            trace_path(str(value)[len(BUILTIN):])
+        except UnknownTraceError as exc:
+            raise error(f"{name}: {exc}") from None
 
 
 def resolve_trace(value: str | os.PathLike, base_dir: str | os.PathLike = ".") -> Path:
