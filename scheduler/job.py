@@ -85,6 +85,49 @@ class Job:
     seq: int = -1
 
     def __post_init__(self) -> None:
+        self._validate()
+
+    @classmethod
+    def build(cls, *, job_id: int, job_size: int, submit_time: float, request_time: float, run_time: float,
+              nodes: int = 0, app_name: str = "timekeeper", app_args: dict[str, Any] | None = None,
+              queue_name: str = "", sched_args: dict[str, Any] | None = None, user: int = -1, group: int = -1,
+              foreground: bool = False, validate: bool = True) -> "Job":
+        """A job with its request fields given and its outcome fields reset: the one place a
+        :class:`Job` is put together (:meth:`fresh`, the SWF reader and the synthetic
+        workloads use it; the constructor runs the same checks, :meth:`_validate`).
+
+        ``nodes`` of 0 means one process per node (``job_size``); ``app_args`` and
+        ``sched_args`` default to new empty dicts and are otherwise kept as given (shared).
+        ``validate=False`` skips the checks, for values the caller has already checked as
+        a whole (a trace of 77k jobs filtered with numpy, or a copy of a valid job).
+        """
+        j = cls.__new__(cls)
+        j.job_id = job_id
+        j.job_size = job_size
+        j.submit_time = submit_time
+        j.request_time = request_time
+        j.run_time = run_time
+        j.nodes = nodes or job_size
+        j.app_name = app_name
+        j.app_args = {} if app_args is None else app_args
+        j.queue_name = queue_name
+        j.sched_args = {} if sched_args is None else sched_args
+        j.user = user
+        j.group = group
+        j.foreground = foreground
+        j.start_time = None
+        j.end_time = None
+        j.status = JobStatus.PENDING
+        j.kill_reason = ""
+        j.assigned_nodes = None
+        j.reservation_time = None
+        j.seq = -1
+        if validate:
+            j._validate()
+        return j
+
+    def _validate(self) -> None:
+        """Check the request fields and bring them to plain int/float (raises UserError)."""
         jid = self.job_id
         if isinstance(jid, bool) or not isinstance(jid, (int, np.integer)):
             raise UserError(f"job_id must be an int, got {jid!r}")
@@ -122,28 +165,11 @@ class Job:
         ``app_args`` and ``sched_args`` are shared with the original (they are read, never
         written, by the simulation).
         """
-        j = Job.__new__(Job)
-        j.job_id = self.job_id
-        j.job_size = self.job_size
-        j.submit_time = self.submit_time
-        j.request_time = self.request_time
-        j.run_time = self.run_time
-        j.nodes = self.nodes
-        j.app_name = self.app_name
-        j.app_args = self.app_args
-        j.queue_name = self.queue_name
-        j.sched_args = self.sched_args
-        j.user = self.user
-        j.group = self.group
-        j.foreground = self.foreground
-        j.start_time = None
-        j.end_time = None
-        j.status = JobStatus.PENDING
-        j.kill_reason = ""
-        j.assigned_nodes = None
-        j.reservation_time = None
-        j.seq = -1
-        return j
+        return Job.build(job_id=self.job_id, job_size=self.job_size, submit_time=self.submit_time,
+                         request_time=self.request_time, run_time=self.run_time, nodes=self.nodes,
+                         app_name=self.app_name, app_args=self.app_args, queue_name=self.queue_name,
+                         sched_args=self.sched_args, user=self.user, group=self.group,
+                         foreground=self.foreground, validate=False)
 
 
 def fresh_copies(jobs: "list[Job] | tuple[Job, ...]") -> list[Job]:

@@ -15,7 +15,9 @@ The filter applied by :func:`read_swf` (every count is reported in :class:`SwfRe
 4. **request_from_runtime**: requested time (field 9) missing or zero: the run time is used
    as the estimate (kept).
 5. **too_large**: more nodes than the machine has: rejected (kept in
-   :attr:`SwfTrace.rejected` with status ``"rejected"``, never simulated).
+   :attr:`SwfTrace.rejected` with status ``"rejected"``, never simulated). With
+   ``reject_too_large=False`` the reader leaves this to the caller (who may scale job sizes
+   first, or simulate on a machine larger than the header says).
 6. **malformed** lines (not 18 fields, a field that is not a finite number) raise
    :class:`~scheduler.errors.SwfError` with the file, line number and reason, or with
    ``skip_malformed=True`` are skipped and counted.
@@ -44,7 +46,7 @@ import numpy as np
 from .errors import SwfError, UserError
 from .job import Job, JobStatus
 
-__all__ = ["SWF_FIELDS", "SwfHeader", "SwfReport", "SwfTrace", "read_swf", "write_swf", "parse_header_line"]
+__all__ = ["SWF_FIELDS", "DROP_REASONS", "SwfHeader", "SwfReport", "SwfTrace", "read_swf", "write_swf", "parse_header_line"]
 
 #: The 18 fields of an SWF job line, in order (1-based field k is ``SWF_FIELDS[k - 1]``).
 SWF_FIELDS: tuple[str, ...] = (
@@ -139,6 +141,17 @@ def parse_header_line(line: str, header: SwfHeader) -> None:
             header.numbers[key] = int(n.group(1))
 
 
+#: Why a job of a trace is not simulated: reason -> what it means (the keys of
+#: :meth:`SwfReport.by_reason`, also used by results files).
+DROP_REASONS: dict[str, str] = {
+    "cancelled": "cancelled in the trace (run time -1)",
+    "no_submit_time": "no submit time in the trace",
+    "no_processors": "no processor count in the trace",
+    "malformed": "malformed trace line (skipped)",
+    "larger_than_machine": "larger than the machine",
+}
+
+
 @dataclass
 class SwfReport:
     """What the SWF filter did (see the module docstring for each count)."""
@@ -157,6 +170,12 @@ class SwfReport:
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
+
+    def by_reason(self) -> dict[str, int]:
+        """The jobs the filter took out, by reason (see :data:`DROP_REASONS`), zeros included."""
+        return {"cancelled": self.cancelled, "no_submit_time": self.no_submit,
+                "no_processors": self.no_processors, "malformed": self.malformed,
+                "larger_than_machine": self.too_large}
 
     @property
     def dropped(self) -> int:
@@ -252,6 +271,7 @@ def read_swf(
     cores_per_node: int = 1,
     skip_malformed: bool = False,
     limit: int | None = None,
+    reject_too_large: bool = True,
 ) -> SwfTrace:
     """Read and filter an SWF trace (``.swf`` or ``.swf.gz``).
 
@@ -262,6 +282,9 @@ def read_swf(
         limit: read only the first ``limit`` job lines (well-formed or not; for quick
             studies): the filter counts, ``records`` and any malformed-line error concern
             those lines only.
+        reject_too_large: reject the jobs larger than the machine (default). False keeps
+            them all (``n_nodes`` is then the header's size, or 0 when it gives none): for
+            callers that size jobs themselves and count what does not fit.
 
     Raises:
         SwfError: a malformed line (file, line number, reason) or a file that is not SWF.
@@ -308,7 +331,9 @@ def read_swf(
 
     if n_nodes is None:
         n_nodes = header.machine_nodes(cores_per_node)
-        if n_nodes is None:
+        if n_nodes is None and not reject_too_large:
+            n_nodes = 0
+        elif n_nodes is None:
             raise UserError(
                 f"{spath}: the header gives no machine size (no '; MaxProcs:' or '; MaxNodes:' line); "
                 "give it with --nodes N (or n_nodes=N)"
@@ -333,7 +358,7 @@ def read_swf(
     procs_i = np.ceil(procs).astype(np.int64)
     request = np.where(reqt > 0, reqt, run)
     nodes = -(-procs_i // cores_per_node)
-    too_large = keep & (nodes > n_nodes)
+    too_large = keep & (nodes > n_nodes) if reject_too_large else np.zeros(len(keep), dtype=bool)
     rep.too_large = int(too_large.sum())
     fits = keep & ~too_large
     rep.kept = int(fits.sum())
@@ -352,43 +377,20 @@ def read_swf(
     req_l = request.tolist()
     procs_l = procs_i.tolist()
     nodes_l = nodes.tolist()
+    too_large_l = too_large.tolist()
     for i in np.flatnonzero(keep).tolist():
         q = queues[i]
-        job = _swf_job(ids[i], procs_l[i], nodes_l[i], submit_l[i], req_l[i], run_l[i],
-                       "" if q < 0 else queue_names.get(q, str(q)), users[i], groups[i])
-        if nodes_l[i] > n_nodes:
+        # The filter above checked every value as a whole, so the per-job checks are skipped.
+        job = Job.build(job_id=ids[i], job_size=procs_l[i], nodes=nodes_l[i], submit_time=submit_l[i],
+                        request_time=req_l[i], run_time=run_l[i],
+                        queue_name="" if q < 0 else queue_names.get(q, str(q)), user=users[i], group=groups[i],
+                        validate=False)
+        if too_large_l[i]:
             job.status = JobStatus.REJECTED
             rejected.append(job)
         else:
             jobs.append(job)
     return SwfTrace(spath, header, records, jobs, rejected, rep, int(n_nodes), cores_per_node)
-
-
-def _swf_job(job_id: int, size: int, nodes: int, submit: float, request: float, run: float,
-             queue: str, user: int, group: int) -> Job:
-    # The filter above validated every value, so this skips Job's own checks (77k jobs).
-    j = Job.__new__(Job)
-    j.job_id = job_id
-    j.job_size = size
-    j.nodes = nodes
-    j.submit_time = submit
-    j.request_time = request
-    j.run_time = run
-    j.app_name = "timekeeper"
-    j.app_args = {}
-    j.queue_name = queue
-    j.sched_args = {}
-    j.user = user
-    j.group = group
-    j.foreground = False
-    j.start_time = None
-    j.end_time = None
-    j.status = JobStatus.PENDING
-    j.kill_reason = ""
-    j.assigned_nodes = None
-    j.reservation_time = None
-    j.seq = -1
-    return j
 
 
 def write_swf(
@@ -401,9 +403,11 @@ def write_swf(
 ) -> int:
     """Write ``jobs`` as an SWF file (gzip-compressed when the name ends in ``.gz``).
 
-    Fields the jobs do not carry are written as ``-1``; a simulated job also gets its wait
-    time (field 3) and status (1 completed, 0 killed or failed). Returns the number of
-    job lines written.
+    Fields the jobs do not carry are written as ``-1``. A simulated job is written as the
+    simulation ran it: its wait (field 3) and run time (field 4, end - start: a job killed
+    at its requested time has the killed run time) and its status (field 11: 1 completed,
+    0 killed or failed, 5 rejected: never ran, wait and run time ``-1``). A job not yet
+    simulated keeps its trace run time. Returns the number of job lines written.
     """
     out = io.StringIO()
     out.write("; Version: 2.2\n")
@@ -416,12 +420,17 @@ def write_swf(
     n = 0
     for j in jobs:
         wait = -1.0 if j.start_time is None else j.start_time - j.submit_time
+        run = j.run_time
         status = -1
         if j.status == JobStatus.COMPLETED:
             status = 1
         elif j.status in (JobStatus.KILLED, JobStatus.FAILED):
             status = 0
-        fields = (j.job_id, _num(j.submit_time), _num(wait), _num(j.run_time), j.job_size, -1, -1,
+        elif j.status == JobStatus.REJECTED:
+            status, run = 5, -1.0
+        if j.start_time is not None and j.end_time is not None:
+            run = j.end_time - j.start_time
+        fields = (j.job_id, _num(j.submit_time), _num(wait), _num(run), j.job_size, -1, -1,
                   j.job_size, _num(j.request_time), -1, status, j.user, j.group, -1, -1, -1, -1, -1)
         out.write(" ".join(str(f) for f in fields) + "\n")
         n += 1

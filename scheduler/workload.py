@@ -257,7 +257,7 @@ class SyntheticWorkload:
         jobs = []
         for i in range(n):
             s = int(size[i])
-            jobs.append(Job(
+            jobs.append(Job.build(
                 job_id=i + 1,
                 job_size=s,
                 nodes=-(-s // cpn),
