@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from scheduler.backfill import BACKFILLS
     from scheduler.ordering import ORDERINGS
 
-    parser.add_argument("trace", metavar="TRACE", help="an SWF trace (.swf or .swf.gz)")
+    parser.add_argument("trace", metavar="TRACE", help="an SWF trace (.swf or .swf.gz), or builtin:NAME for a trace shipped with simhpc")
     parser.add_argument("--nodes", type=int, metavar="N", help="machine size in nodes (default: from the trace header)")
     parser.add_argument("--cores-per-node", type=int, metavar="C",
                         help="processes per node (default 1: an SWF processor count is a node count)")
@@ -71,12 +71,14 @@ def parse_options(items: list[str], flag: str) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from scheduler.replay import replay
 
+    from ..traces import resolve_trace
+
     if args.nodes is not None and args.nodes < 1:
         raise CliError(f"--nodes must be >= 1, got {args.nodes}; give the machine size in nodes, e.g. --nodes 128")
     if args.cores_per_node is not None and args.cores_per_node < 1:
         raise CliError(f"--cores-per-node must be >= 1, got {args.cores_per_node}")
     res = replay(
-        args.trace,
+        str(resolve_trace(args.trace)),
         nodes=args.nodes,
         cores_per_node=args.cores_per_node,
         machine=args.machine,

@@ -56,7 +56,7 @@ def trace_path(name: str) -> Path:
     names = available()
     if name not in names:
         raise UnknownTraceError(f"unknown built-in trace {name!r}; simhpc ships: {', '.join(names)} "
-                                f"(write e.g. trace = \"{BUILTIN}{names[0]}\")")
+                                f"(name one as {BUILTIN}{names[-1]})")
     res = files(__name__) / name
     if isinstance(res, Path):
         return res
