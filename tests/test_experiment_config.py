@@ -182,7 +182,7 @@ BAD = [
     ('[workload]\ntrace = "t.swf"', 'workload.trace: only valid with kind = "swf"'),
     ('[[apps]]\nname = "hpl"', "apps.name: .*'hpl'"),
     ('[[apps]]\nname = "allreduce"\nargs = { loops = 3 }', r"apps\[allreduce\]\.args: .*no parameter 'loops'"),
-    ('[[apps]]\nname = "allreduce"\nweight = -1', r"apps\[allreduce\]\.weight: must be >= 0"),
+    ('[[apps]]\nname = "allreduce"\nweight = -1', r"apps\[allreduce\]\.weight: must be a finite number in \[0, inf\), got -1"),
     ('apps = []', "apps: give at least one app"),
     ('[[foreground]]\napp = "stencil3d"\nranks = 0', "foreground.ranks: must be an integer >= 1"),
     ('[[foreground]]\napp = "allreduce"\nranks = 4\nat = "1h"\nafter_job = 3', "give at or after_job, not both"),

@@ -370,7 +370,7 @@ def test_config_errors_of_jobs_and_files(tmp_path):
         ForegroundJob(app="timekeeper", ranks=4, args={"runtime": 1})
     with pytest.raises(StudyConfigError, match=r"background\[pairs\]: give ranks or fraction, not both"):
         BackgroundApp(app="pairs", ranks=4, fraction=0.1)
-    with pytest.raises(StudyConfigError, match=r"fraction: must be in \[0.0, 1.0\]"):
+    with pytest.raises(StudyConfigError, match=r"fraction: must be a finite number in \[0, 1\]"):
         BackgroundApp(app="pairs", fraction=(0.1, 1.5))
     with pytest.raises(StudyConfigError, match="foreground.ranks: 100 ranks at 1 per node need 100 nodes; machine tiny-torus has 64"):
         _study(foreground=ForegroundJob(app="ring", ranks=100))

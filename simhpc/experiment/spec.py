@@ -17,6 +17,7 @@ from typing import Any, Mapping
 from models.network import NetworkConfig
 from models.units import UnitError, parse_bytes, parse_time
 
+from pdes.validate import check_bool, check_choice, check_float, check_int, is_number
 from scheduler.errors import UserError
 
 from ..traces import check_trace
@@ -55,25 +56,21 @@ def _time(path: str, v: Any, *, allow_inf: bool = False) -> float:
     return t
 
 
+# Messages about a key read "<key>: <what is wrong>", like the file's other messages: the
+# shared checks are given the name "<key>:" ("<key>: value" for choices).
 def _int(path: str, v: Any, low: int = 0) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < low:
-        raise ConfigError(f"{path}: must be an integer >= {low}, got {v!r}")
-    return v
+    return check_int(f"{path}:", v, lo=low, error=ConfigError)
 
 
 def _num(path: str, v: Any, low: float | None = None) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ConfigError(f"{path}: must be a finite number, got {v!r}")
-    if low is not None and v < low:
-        raise ConfigError(f"{path}: must be >= {low}, got {v!r}")
-    return float(v)
+    return check_float(f"{path}:", v, lo=low, error=ConfigError)
 
 
 def _name(path: str, v: Any, valid: Mapping | tuple | list | None = None) -> str:
     if not isinstance(v, str) or not v:
         raise ConfigError(f"{path}: must be a non-empty string, got {v!r}")
-    if valid is not None and v not in valid:
-        raise ConfigError(f"{path}: unknown value {v!r}; valid: {', '.join(sorted(valid))}")
+    if valid is not None:
+        check_choice(f"{path}: value", v, sorted(valid), error=ConfigError)
     return v
 
 
@@ -151,7 +148,7 @@ class DistSpec:
     def parse(cls, path: str, v: Any, *, time: bool) -> "DistSpec":
         if isinstance(v, DistSpec):
             return v
-        if isinstance(v, (int, float, str)) and not isinstance(v, bool):
+        if isinstance(v, str) or is_number(v):
             return cls(dist="constant", params={"value": v}, time=time, path=path)
         if not isinstance(v, Mapping) or "dist" not in v:
             raise ConfigError(f"{path}: give a distribution table, e.g. {{ dist = \"exponential\", mean = \"60s\" }}, got {v!r}")
@@ -360,8 +357,7 @@ class WorkloadSpec:
         _num("workload.time_scale", self.time_scale, 0.0)
         if self.size_scale <= 0 or self.time_scale <= 0:
             raise ConfigError("workload.size_scale and workload.time_scale must be > 0")
-        if not isinstance(self.skip_malformed, bool):
-            raise ConfigError(f"workload.skip_malformed: must be true or false, got {self.skip_malformed!r}")
+        check_bool("workload.skip_malformed:", self.skip_malformed, error=ConfigError)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kind": self.kind}
@@ -377,8 +373,8 @@ class WorkloadSpec:
 
 # ----------------------------------------------------------------------------------- apps
 def _flag(path: str, v: Any) -> None:
-    if v is not None and not isinstance(v, bool):
-        raise ConfigError(f"{path}: must be true or false, got {v!r}")
+    if v is not None:
+        check_bool(f"{path}:", v, error=ConfigError)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -570,8 +566,7 @@ class Experiment:
 
     def __post_init__(self) -> None:
         _name("name", self.name)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ConfigError(f"seed: must be an integer, got {self.seed!r}")
+        object.__setattr__(self, "seed", check_int("seed:", self.seed, error=ConfigError))
         object.__setattr__(self, "end_time", _time("end_time", self.end_time, allow_inf=True))
         if self.end_time == 0:
             raise ConfigError("end_time: must be > 0")

@@ -41,6 +41,7 @@ from typing import Any, Mapping, Sequence
 from models.network import NetworkConfig, NetworkConfigError
 from models.units import UnitError, parse_bytes, parse_time
 
+from pdes.validate import check_choice, check_float, check_int, is_int
 from scheduler.errors import UserError
 from ..experiment.spec import ConfigError, MachineSpec, WorkloadSpec
 
@@ -74,25 +75,18 @@ class StudyConfigError(ConfigError):
     """An invalid interference-study configuration (names the key and the valid values)."""
 
 
+# Messages about a key read "<key>: <what is wrong>", like the file's other messages: the
+# shared checks are given the name "<key>:" ("<key>: value" for choices).
 def _int(path: str, v: Any, low: int = 0) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < low:
-        raise StudyConfigError(f"{path}: must be an integer >= {low}, got {v!r}")
-    return v
+    return check_int(f"{path}:", v, lo=low, error=StudyConfigError)
 
 
 def _num(path: str, v: Any, low: float | None = None, high: float | None = None) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise StudyConfigError(f"{path}: must be a finite number, got {v!r}")
-    if (low is not None and v < low) or (high is not None and v > high):
-        rng = f"[{low}, {high}]" if high is not None else f">= {low}"
-        raise StudyConfigError(f"{path}: must be in {rng}, got {v!r}")
-    return float(v)
+    return check_float(f"{path}:", v, lo=low, hi=high, error=StudyConfigError)
 
 
 def _choice(path: str, v: Any, valid: Sequence[str] | Mapping[str, Any]) -> str:
-    if not isinstance(v, str) or v not in valid:
-        raise StudyConfigError(f"{path}: unknown value {v!r}; valid: {', '.join(sorted(valid))}")
-    return v
+    return check_choice(f"{path}: value", v, sorted(valid), error=StudyConfigError)
 
 
 def _mapping(path: str, v: Any) -> dict[str, Any]:
@@ -343,7 +337,7 @@ class InterferenceStudy:
             raise StudyConfigError("background: the weights must have a positive sum")
         # seeds
         s = self.seeds
-        if isinstance(s, int) and not isinstance(s, bool):
+        if is_int(s):
             seeds = tuple(range(_int("study.seeds", s, 1)))
         elif isinstance(s, (list, tuple)) and s:
             seeds = tuple(_int("study.seeds", x, 0) for x in s)
@@ -392,7 +386,7 @@ class InterferenceStudy:
                 raise StudyConfigError("workload: only used with study.mode = \"trace\" (static studies draw "
                                        "their background jobs from [[background]])")
             ks = (0, 1, 2, 4) if self.k is None else self.k
-            if isinstance(ks, int) and not isinstance(ks, bool):
+            if is_int(ks):
                 ks = (ks,)
             if not isinstance(ks, (list, tuple)) or not ks:
                 raise StudyConfigError(f"study.k: give a list of numbers of background jobs, e.g. [0, 1, 2, 4], got {ks!r}")
