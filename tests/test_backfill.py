@@ -12,7 +12,6 @@ the fast count arithmetic on a count-only allocator.
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -26,11 +25,9 @@ from scheduler.metrics import capacity_violations, job_table
 from scheduler.ordering import QueueSpec
 from scheduler.swf import read_swf
 from scheduler.workload import Constant, Exponential, LogNormal, PowerOfTwo, SyntheticWorkload, Uniform
+from simhpc.traces import trace_path
 
 DATA = Path(__file__).parent / "data"
-# The shared traces live beside the repository (<repo>/../shared/traces); SIMHPC_TRACES
-# points elsewhere (e.g. from a git worktree).
-TRACES = Path(os.environ.get("SIMHPC_TRACES") or Path(__file__).resolve().parents[2] / "shared" / "traces")
 
 MPP_QUEUES = [QueueSpec(name="express", priority=2, max_nodes=2), QueueSpec(name="batch", priority=1)]
 FAIRSHARE_ONLY = {"weight_fairshare": 1.0, "weight_age": 0.0, "weight_size": 0.0}
@@ -194,9 +191,7 @@ def synthetic(n=300, seed=1, exact=True, max_size=32, gap=120.0):
 
 
 def lublin(limit=1500):
-    path = TRACES / "lublin_256.swf"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
+    path = trace_path("lublin_256.swf")
     tr = read_swf(path, limit=limit)
     return tr.jobs, tr.n_nodes
 

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from simhpc.cli import main
+from simhpc.traces import trace_path
 
 DATA = Path(__file__).parent / "data"
 SIX = str(DATA / "backfill6.swf")
-TRACES = Path(os.environ.get("SIMHPC_TRACES") or Path(__file__).resolve().parents[2] / "shared" / "traces")
 
 
 def run_cli(capsys, *argv):
@@ -119,9 +118,7 @@ def test_jobs_out_to_an_unwritable_place(capsys, tmp_path):
 
 
 def test_replay_of_the_lublin_trace(capsys):
-    path = TRACES / "lublin_256.swf"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
+    path = trace_path("lublin_256.swf")
     code, out, _ = run_cli(capsys, str(path), "--limit", "2000", "--backfill", "conservative", "--json")
     s = json.loads(out.strip().splitlines()[-1])
     assert code == 0 and s["jobs"] == 2000 and s["nodes"] == 256 and 0 < s["utilization"] <= 1

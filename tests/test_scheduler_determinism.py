@@ -16,9 +16,9 @@ from scheduler.metrics import job_table
 from scheduler.ordering import ORDERINGS
 from scheduler.swf import write_swf
 from scheduler.workload import LogNormal, PowerOfTwo, SyntheticWorkload, Uniform
+from simhpc.traces import trace_path
 
 SRC = Path(__file__).resolve().parents[1]
-TRACES = Path(os.environ.get("SIMHPC_TRACES") or Path(__file__).resolve().parents[2] / "shared" / "traces")
 
 
 def workload():
@@ -57,9 +57,7 @@ def test_identical_across_processes_and_hash_seeds(tmp_path):
 
 
 def test_identical_on_a_real_trace(tmp_path):
-    path = TRACES / "CTC-SP2-1996-3.1-cln.swf.gz"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
+    path = trace_path("CTC-SP2-1996-3.1-cln.swf.gz")
     a = _replay_csv(path, tmp_path / "a.csv", "3", "--limit", "4000", "--order", "wfp")
     b = _replay_csv(path, tmp_path / "b.csv", "4", "--limit", "4000", "--order", "wfp")
     assert a == b

@@ -31,7 +31,6 @@ from simhpc.studies.hdf5 import StudyFileError
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
-TRACES = Path(os.environ.get("SIMHPC_TRACES") or ROOT.parent / "shared" / "traces")
 
 REL = 1e-12
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import os
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +11,9 @@ import pytest
 from scheduler.errors import SwfError, UserError
 from scheduler.job import Job
 from scheduler.swf import SWF_FIELDS, read_swf, write_swf
+from simhpc.traces import trace_path
 
 DATA = Path(__file__).parent / "data"
-TRACES = Path(os.environ.get("SIMHPC_TRACES") or Path(__file__).resolve().parents[2] / "shared" / "traces")
 
 HEADER = """\
 ; Version: 2.2
@@ -225,9 +224,7 @@ def test_shipped_fixture_has_quirks():
 
 
 def test_ctc_sp2_trace_quirks():
-    path = TRACES / "CTC-SP2-1996-3.1-cln.swf.gz"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
+    path = trace_path("CTC-SP2-1996-3.1-cln.swf.gz")
     tr = read_swf(path)
     rep = tr.report
     assert tr.header.max_nodes == 338 and tr.header.max_procs == 338 and tr.n_nodes == 338
@@ -243,9 +240,7 @@ def test_ctc_sp2_trace_quirks():
 
 
 def test_lublin_trace_quirks():
-    path = TRACES / "lublin_256.swf"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
+    path = trace_path("lublin_256.swf")
     tr = read_swf(path)
     assert tr.n_nodes == 256 and len(tr.jobs) == 10000
     assert tr.report.request_from_runtime == 10000
