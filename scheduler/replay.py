@@ -11,7 +11,7 @@ The machine is given by ``nodes`` (and ``cores_per_node``), or by ``machine``, t
 preset of :mod:`models.presets` (its topology's node count and cores per node, and the
 topology is handed to the allocator); by default the machine size comes from the trace
 header. The allocator is chosen by name (``"firstfree"`` by default) from
-:data:`scheduler.allocator.ALLOCATORS`.
+:data:`scheduler.allocators.ALLOCATORS`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from pdes import RunStats
 
-from .allocator import ALLOCATORS
+from .allocators import ALLOCATORS
 from .backfill import BACKFILLS
 from .errors import UserError
 from .job import Job
@@ -135,10 +135,25 @@ class ReplayResult:
             "events": self.stats.events,
             "passes": self.passes,
         }
+        out["rejected_by_reason"] = {k: v for k, v in self.rejected_by_reason().items() if v}
         if self.swf_report is not None:
             out["filter"] = self.swf_report.as_dict()
         if self.placement is not None:
             out["placement"] = self.placement
+        return out
+
+
+    def rejected_by_reason(self) -> dict[str, int]:
+        """Every trace job that was not simulated, by reason (zeros included): rejected
+        ones (``larger_than_machine``, or ``allocator_cannot_place``: within the machine's
+        node count but never placed by its allocator) and those the trace filter dropped
+        (:data:`scheduler.swf.DROP_REASONS`)."""
+        large = sum(1 for j in self.rejected if j.nodes > self.machine.n_nodes)
+        out = {"larger_than_machine": large, "allocator_cannot_place": len(self.rejected) - large}
+        if self.swf_report is not None:
+            for k, v in self.swf_report.by_reason().items():
+                if k != "larger_than_machine":
+                    out[k] = v
         return out
 
 

@@ -11,7 +11,7 @@ HELP = "replay an SWF workload trace through a scheduler and print its metrics"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from scheduler.allocator import ALLOCATORS
+    from scheduler.allocators import ALLOCATORS
     from scheduler.backfill import BACKFILLS
     from scheduler.ordering import ORDERINGS
 
@@ -37,6 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=positive_int, metavar="N", help="replay only the first N jobs")
     parser.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     parser.add_argument("--jobs-out", metavar="FILE.csv", help="write the per-job table as CSV")
+    parser.add_argument("--out", metavar="RESULTS.h5",
+                        help="write the results file (the schema of simhpc run: simhpc show / plot read it)")
+    parser.add_argument("--swf-out", metavar="FILE.swf",
+                        help="write the simulated schedule as SWF (simulated wait and run time; status 1 "
+                             "completed, 0 killed or failed, 5 rejected)")
     parser.add_argument("--json", action="store_true", help="end the output with one JSON object of the figures")
 
 
@@ -69,7 +74,8 @@ def parse_options(items: list[str], flag: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scheduler.replay import replay
+    from ..replay import replay
+    from .show_cmd import reasons_text
 
     from ..traces import resolve_trace
 
@@ -91,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         skip_malformed=args.skip_malformed,
         limit=args.limit,
         allocator_options=parse_options(args.allocator_option, "--allocator-option"),
+        out=args.out,
+        swf_out=args.swf_out,
     )
     s = res.summary()
     rows: list[list[Any]] = [
@@ -99,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         ["scheduler", f"order={s['order']} backfill={s['backfill']} allocator={s['allocator']}"],
         ["jobs run", s["jobs"]],
         ["rejected", s["rejected"]],
+        ["not simulated", reasons_text(s["rejected_by_reason"])],
         ["killed (walltime)", s["killed"]],
         ["makespan", _fmt_time(s["makespan"])],
         ["mean wait", _fmt_time(s["mean_wait"])],
@@ -125,6 +134,13 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"cannot write --jobs-out {args.jobs_out!r}: {exc.strerror or exc}") from None
         print(f"wrote {n} job rows to {args.jobs_out}")
+    if args.out:
+        print(f"results written to {args.out}")
+    if args.swf_out:
+        print(f"simulated schedule written to {args.swf_out}")
     if args.json:
+        if args.out:
+            s["results"] = args.out
         print_json(s)
     return 0
+

@@ -1,16 +1,93 @@
-"""Assemble the :class:`~simhpc.results.Results` of an experiment run (rank 0)."""
+"""Assemble the :class:`~simhpc.results.Results` of an experiment run (rank 0).
+
+:func:`job_columns` turns a finished job list into the job table of the results schema; it
+is shared by ``simhpc run`` (:func:`build_results`) and ``simhpc replay``
+(:mod:`simhpc.replay`), so both write the same job records.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 import numpy as np
 
 from scheduler.job import Job, JobStatus
 from scheduler.metrics import job_table, system_metrics
 from ..results import Results, empty_job_columns
+from ..results.model import REJECT_REASONS
 from .spec import Experiment
 from .toml_io import dumps
+
+
+@dataclass
+class JobColumns:
+    """The job table of a results file: ``cols`` (see :data:`~simhpc.results.JOB_COLUMNS`),
+    the allocations as CSR (``ptr``, ``nodes``), the row of every job id and the
+    scheduler's :class:`~scheduler.metrics.JobTable` of the same jobs."""
+
+    cols: dict[str, np.ndarray]
+    ptr: np.ndarray
+    nodes: np.ndarray
+    row: dict[int, int]
+    table: Any
+
+
+def job_columns(jobs: list[Job], *, topology: Any = None, positions: Any = None) -> JobColumns:
+    """The job columns of finished ``jobs`` (rejected ones included, in that order).
+
+    Scheduling columns come from the jobs; placement columns (APH, MIND, diameter, span)
+    from ``topology`` (NaN without one); the network columns (``app_run``, ``ideal_run``,
+    ``bytes_sent``, ``hop_bytes``, ``messages``) are left NaN / -1 for the caller to fill.
+    """
+    table = job_table(jobs)
+    n = len(jobs)
+    cols = empty_job_columns(n)
+    for name in ("job_id", "user", "group", "job_size", "nodes", "submit", "start", "end", "wait", "response",
+                 "run", "trace_run", "request", "slowdown", "bounded_slowdown", "foreground"):
+        cols[name] = np.asarray(getattr(table, name)).astype(cols[name].dtype)
+    cols["status"] = np.asarray(table.status, dtype=object)
+    cols["kill_reason"] = np.asarray(table.kill_reason, dtype=object)
+    cols["queue"] = np.array([j.queue_name for j in jobs], dtype=object)
+    cols["app"] = np.array([j.app_name for j in jobs], dtype=object)
+    row = {j.job_id: i for i, j in enumerate(jobs)}
+    if topology is not None:
+        from scheduler.allocators.metrics import allocation_metrics
+
+        # Placement metrics of every allocation.
+        am = allocation_metrics(jobs, topology, positions=positions)
+        for k, jid in enumerate(am["job_id"].tolist()):
+            i = row[jid]
+            cols["aph"][i] = am["aph"][k]
+            cols["mind"][i] = am["mind"][k]
+            cols["diameter"][i] = float(am["diameter"][k])
+            cols["span"][i] = float(am["span"][k])
+    # Allocations as CSR.
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    parts = []
+    for i, j in enumerate(jobs):
+        nodes = np.asarray(j.assigned_nodes, dtype=np.int32) if j.assigned_nodes is not None else np.zeros(0, np.int32)
+        parts.append(nodes)
+        ptr[i + 1] = ptr[i] + len(nodes)
+    job_nodes = np.concatenate(parts) if parts else np.zeros(0, np.int32)
+    return JobColumns(cols=cols, ptr=ptr, nodes=job_nodes, row=row, table=table)
+
+
+def rejected_by_reason(cols: dict[str, np.ndarray], n_nodes: int,
+                       dropped: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Every job that was not simulated, counted by reason (:data:`REJECT_REASONS`, zeros
+    included): the rejected rows of the job table (larger than the machine, or never placed
+    by its allocator) plus the jobs a trace filter ``dropped`` (reason -> count)."""
+    out = {k: 0 for k in REJECT_REASONS}
+    rej = cols["status"] == "rejected"
+    large = int((rej & (cols["nodes"] > n_nodes)).sum())
+    out["larger_than_machine"] += large
+    out["allocator_cannot_place"] += int(rej.sum()) - large
+    for k, v in (dropped or {}).items():
+        if k not in out:
+            raise ValueError(f"unknown reason {k!r} for a job not simulated; known: {', '.join(out)}")
+        out[k] += int(v)
+    return out
 
 
 def build_results(*, exp: Experiment, machine: Any, jobs: list[Job], trace_rejected: list[Job], alloc: Any,
@@ -18,30 +95,11 @@ def build_results(*, exp: Experiment, machine: Any, jobs: list[Job], trace_rejec
                   wall_s: float, rpn: int) -> Results:
     """Every job of the run (rejected ones included) with its metrics, plus system,
     network and run figures."""
-    from scheduler.allocators.metrics import allocation_metrics
-
     all_jobs = list(jobs) + [j for j in trace_rejected]
     for j in trace_rejected:
         j.status = JobStatus.REJECTED
-    table = job_table(all_jobs)
-    n = len(all_jobs)
-    cols = empty_job_columns(n)
-    for name in ("job_id", "user", "group", "job_size", "nodes", "submit", "start", "end", "wait", "response",
-                 "run", "trace_run", "request", "slowdown", "bounded_slowdown", "foreground"):
-        cols[name] = np.asarray(getattr(table, name)).astype(cols[name].dtype)
-    cols["status"] = np.asarray(table.status, dtype=object)
-    cols["kill_reason"] = np.asarray(table.kill_reason, dtype=object)
-    cols["queue"] = np.array([j.queue_name for j in all_jobs], dtype=object)
-    cols["app"] = np.array([j.app_name for j in all_jobs], dtype=object)
-    row = {j.job_id: i for i, j in enumerate(all_jobs)}
-    # Placement metrics of every allocation.
-    am = allocation_metrics(all_jobs, machine.topology, positions=getattr(alloc, "pos", None))
-    for k, jid in enumerate(am["job_id"].tolist()):
-        i = row[jid]
-        cols["aph"][i] = am["aph"][k]
-        cols["mind"][i] = am["mind"][k]
-        cols["diameter"][i] = float(am["diameter"][k])
-        cols["span"][i] = float(am["span"][k])
+    jc = job_columns(all_jobs, topology=machine.topology, positions=getattr(alloc, "pos", None))
+    cols, row, table, ptr, job_nodes = jc.cols, jc.row, jc.table, jc.ptr, jc.nodes
     # Network traffic of app jobs (zero for jobs that sent nothing).
     for i, j in enumerate(all_jobs):
         if j.start_time is not None:
@@ -55,16 +113,9 @@ def build_results(*, exp: Experiment, machine: Any, jobs: list[Job], trace_rejec
             cols["app_run"][row[jid]] = rec.end - rec.start
     for jid, t in ideal.items():
         cols["ideal_run"][row[jid]] = t
-    # Allocations as CSR.
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    parts = []
-    for i, j in enumerate(all_jobs):
-        nodes = np.asarray(j.assigned_nodes, dtype=np.int32) if j.assigned_nodes is not None else np.zeros(0, np.int32)
-        parts.append(nodes)
-        ptr[i + 1] = ptr[i] + len(nodes)
-    job_nodes = np.concatenate(parts) if parts else np.zeros(0, np.int32)
     sm = system_metrics(table, machine.n_nodes, rejected=int((cols["status"] == "rejected").sum()))
     system = sm.scalars()
+    system["rejected_by_reason"] = rejected_by_reason(cols, machine.n_nodes, workload.get("dropped"))
     series = {k: np.asarray(v) for k, v in sm.arrays().items()}
     topo = machine.topology
     duration = float(netstats.duration) if netstats.duration else 0.0
@@ -85,7 +136,7 @@ def build_results(*, exp: Experiment, machine: Any, jobs: list[Job], trace_rejec
         "events": int(stats.events), "wall_s": float(wall_s), "sim_wall_s": float(stats.wall_s), "ranks": int(stats.ranks),
         "windows": int(stats.windows), "remote_events": int(stats.remote_events),
         "events_per_rank": list(stats.events_per_rank), "end_time": float(stats.end_time),
-        "ranks_per_node": int(rpn), "workload_jobs": int(workload.get("jobs", n)),
+        "ranks_per_node": int(rpn), "workload_jobs": int(workload.get("jobs", len(all_jobs))),
         "app_jobs": int(workload.get("app_jobs", 0)), "foreground_jobs": int(workload.get("foreground", 0)),
     }
     mach = {

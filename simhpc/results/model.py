@@ -57,6 +57,19 @@ JOB_COLUMNS: dict[str, tuple[str, str, str]] = {
     "messages": ("int64", "", "network messages sent"),
 }
 
+#: Why a job of the workload was not simulated: reason -> meaning. ``system`` holds the
+#: counts as ``rejected_by_reason`` (stored as the attributes of ``/system/rejected_by_reason``).
+#: The first two concern job rows of status ``rejected``; the others, jobs a trace filter
+#: took out before the run (they have no job row).
+REJECT_REASONS: dict[str, str] = {
+    "larger_than_machine": "larger than the machine (more nodes than it has)",
+    "allocator_cannot_place": "fits the machine's node count but never its allocator's shapes",
+    "cancelled": "cancelled in the trace (run time -1)",
+    "no_submit_time": "no submit time in the trace",
+    "no_processors": "no processor count in the trace",
+    "malformed": "malformed trace line (skipped)",
+}
+
 #: System time series (name -> (unit, description)).
 SERIES: dict[str, tuple[str, str]] = {
     "sample_times": ("s", "sampling instants (every `interval` seconds)"),
@@ -158,6 +171,10 @@ class Results:
                   "mean_bounded_slowdown", "mean_response"):
             if k in self.system:
                 out[k] = _json_float(self.system[k])
+        reasons = self.system.get("rejected_by_reason")
+        if isinstance(reasons, dict):
+            # Only the reasons that occurred (files before this count have none).
+            out["rejected_by_reason"] = {k: int(v) for k, v in reasons.items() if v}
         ideal = j["ideal_run"][ran]
         ok = ~np.isnan(ideal) & (ideal > 0)
         if ok.any():
