@@ -29,7 +29,7 @@ _EXPORTS = {
     "load_experiment": ("simhpc.experiment", "load"),
     "loads_experiment": ("simhpc.experiment", "loads"),
     "run_experiment": ("simhpc.experiment.runner", "run_experiment"),
-    "replay": ("scheduler.replay", "replay"),
+    "replay": ("simhpc.replay", "replay"),
     "run_app": ("apps.run", "run_app"),
     "Results": ("simhpc.results", "Results"),
     "load_results": ("simhpc.results", "read_results"),

@@ -51,6 +51,13 @@ def _num(x: Any) -> str:
     return f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else str(x)
 
 
+def reasons_text(counts: dict[str, int]) -> str:
+    """Jobs not simulated, counted by reason, in words ('none' when every job ran)."""
+    from ..results.model import REJECT_REASONS
+
+    return "; ".join(f"{v} {REJECT_REASONS.get(k, k)}" for k, v in counts.items() if v) or "none"
+
+
 def summary_rows(s: dict[str, Any]) -> list[list[Any]]:
     """The figures of :meth:`Results.summary` as (label, formatted value) rows."""
     machine = s.get("machine") or "-"
@@ -62,6 +69,7 @@ def summary_rows(s: dict[str, Any]) -> list[list[Any]]:
         ["jobs", s["jobs"]],
         ["run / rejected / killed / failed", f"{s['jobs_run']} / {s['rejected']} / {s['killed']} / {s['failed']}"],
         ["jobs running an app", s.get("app_jobs", "-")],
+        *([["not simulated", reasons_text(s["rejected_by_reason"])]] if "rejected_by_reason" in s else []),
         ["makespan", fmt_time(s.get("makespan"))],
         ["utilization", _pct(s.get("utilization"))],
         ["loss of capacity", _pct(s.get("loss_of_capacity"))],

@@ -35,7 +35,12 @@ class ExperimentError(UserError):
 # ------------------------------------------------------------------------------ workload
 def build_workload(exp: Experiment, ranks_per_node: int, n_nodes: int) -> tuple[list[Job], list[Job], dict[str, Any]]:
     """The experiment's jobs (apps assigned, foreground inserted), the jobs rejected while
-    reading a trace, and a report of the workload (counts, filter figures)."""
+    reading a trace, and a report of the workload (counts, filter figures, and ``dropped``:
+    the trace jobs the filter took out, by reason).
+
+    A trace job is sized for the experiment's machine, never for the trace header's: one
+    that fits the machine is simulated whatever the header says, and one that does not is
+    rejected by the scheduler and counted (``larger_than_machine``)."""
     from scheduler.workload import SyntheticWorkload, insert_foreground, seeded_rng
 
     w = exp.workload
@@ -56,7 +61,8 @@ def build_workload(exp: Experiment, ranks_per_node: int, n_nodes: int) -> tuple[
         path = str(resolve_trace(w.trace, exp.base_dir))
         if not os.path.exists(path):
             raise ConfigError(f"workload.trace: {path!r} does not exist")
-        tr = read_swf(path, n_nodes=None, cores_per_node=1, skip_malformed=w.skip_malformed, limit=w.limit)
+        tr = read_swf(path, n_nodes=None, cores_per_node=1, skip_malformed=w.skip_malformed, limit=w.limit,
+                      reject_too_large=False)
         jobs = []
         for j in tr.jobs:
             j = j.fresh()
@@ -69,6 +75,7 @@ def build_workload(exp: Experiment, ranks_per_node: int, n_nodes: int) -> tuple[
             j.nodes = -(-j.job_size // ranks_per_node)
             jobs.append(j)
         report["filter"] = tr.report.as_dict()
+        report["dropped"] = tr.report.by_reason()
     # Apps for background jobs, drawn by weight from the run seed.
     specs = exp.apps
     weights = np.array([a.weight for a in specs], dtype=float)
