@@ -36,7 +36,8 @@ def is_int(value: Any) -> bool:
 
 def is_number(value: Any) -> bool:
     """True for a Python or numpy integer or float, False for a bool or anything else."""
-    return isinstance(value, Real) and not isinstance(value, bool)
+    t = type(value)
+    return t is float or t is int or (t is not bool and isinstance(value, Real))
 
 
 def _int_range(lo: int | None, hi: int | None) -> str:
@@ -74,6 +75,12 @@ def check_ints(name: str, value: Any, *, length: int | None = None, lo: int | No
     return tuple(check_int(f"{name}[{i}]", v, lo=lo, hi=hi, error=error) for i, v in enumerate(vals))
 
 
+def _bound(x: float) -> str:
+    # Whole bounds print as integers ("[300, inf)"), others exactly (repr, not %g rounding).
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e16 else repr(x)
+
+
 def check_float(name: str, value: Any, *, lo: float | None = None, hi: float | None = None,
                 lo_open: bool = False, hi_open: bool = False, finite: bool = True,
                 error: type[Exception] = UserError) -> float:
@@ -83,8 +90,8 @@ def check_float(name: str, value: Any, *, lo: float | None = None, hi: float | N
     """
     parts = []
     if lo is not None or hi is not None:
-        left = "-inf" if lo is None else f"{lo:g}"
-        right = "inf" if hi is None else f"{hi:g}"
+        left = "-inf" if lo is None else _bound(lo)
+        right = "inf" if hi is None else _bound(hi)
         parts.append(f" in {'(' if lo_open or lo is None else '['}{left}, {right}{')' if hi_open or hi is None else ']'}")
     what = f"{'a finite' if finite else 'a'} number{''.join(parts)}"
     if not is_number(value):
@@ -93,7 +100,7 @@ def check_float(name: str, value: Any, *, lo: float | None = None, hi: float | N
     if (math.isnan(v) or (finite and math.isinf(v))
             or (lo is not None and (v < lo or (lo_open and v == lo)))
             or (hi is not None and (v > hi or (hi_open and v == hi)))):
-        raise error(f"{name} must be {what}, got {v!r}")
+        raise error(f"{name} must be {what}, got {int(value) if is_int(value) else v!r}")
     return v
 
 

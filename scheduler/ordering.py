@@ -48,6 +48,8 @@ from typing import Any, ClassVar, Sequence, TypeVar
 
 import numpy as np
 
+from pdes.validate import check_float, check_int, is_int, is_number
+
 from .errors import UserError
 from .job import Job
 
@@ -76,8 +78,7 @@ class OrderingPolicy(ABC):
     dynamic: ClassVar[bool] = False
 
     def __init__(self, *, n_nodes: int, **options: Any):
-        if isinstance(n_nodes, bool) or not isinstance(n_nodes, int) or n_nodes < 1:
-            raise UserError(f"ordering {self.name!r}: n_nodes must be an int >= 1, got {n_nodes!r}")
+        n_nodes = check_int(f"ordering {self.name!r}: n_nodes", n_nodes, lo=1)
         if options:
             raise UserError(f"ordering {self.name!r} takes no option(s) {', '.join(sorted(options))}")
         self.n_nodes = n_nodes
@@ -208,12 +209,7 @@ def make_ordering(name: str, *, n_nodes: int, **options: Any) -> OrderingPolicy:
 
 
 def _positive(policy: str, name: str, value: Any, *, zero_ok: bool = False) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (value >= 0 if zero_ok else value > 0)
-    if not ok:
-        bound = ">= 0" if zero_ok else "> 0"
-        raise UserError(f"ordering {policy!r}: {name} must be a finite number {bound}, got {value!r}")
-    return float(value)
+    return check_float(f"ordering {policy!r}: {name}", value, lo=0.0, lo_open=not zero_ok)
 
 
 @register_ordering
@@ -365,13 +361,11 @@ class QueueSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise UserError(f"QueueSpec.name must be a non-empty string, got {self.name!r}")
-        if isinstance(self.priority, bool) or not isinstance(self.priority, (int, float)) or not math.isfinite(self.priority):
-            raise UserError(f"queue {self.name!r}: priority must be a finite number, got {self.priority!r}")
-        if isinstance(self.min_nodes, bool) or not isinstance(self.min_nodes, int) or self.min_nodes < 1:
-            raise UserError(f"queue {self.name!r}: min_nodes must be an int >= 1, got {self.min_nodes!r}")
-        if self.max_nodes is not None and (not isinstance(self.max_nodes, int) or self.max_nodes < self.min_nodes):
-            raise UserError(f"queue {self.name!r}: max_nodes must be an int >= min_nodes ({self.min_nodes}), got {self.max_nodes!r}")
-        if self.max_request is not None and not (isinstance(self.max_request, (int, float)) and self.max_request > 0):
+        check_float(f"queue {self.name!r}: priority", self.priority)
+        check_int(f"queue {self.name!r}: min_nodes", self.min_nodes, lo=1)
+        if self.max_nodes is not None and not (is_int(self.max_nodes) and self.max_nodes >= self.min_nodes):
+            raise UserError(f"queue {self.name!r}: max_nodes must be an integer >= min_nodes ({self.min_nodes}), got {self.max_nodes!r}")
+        if self.max_request is not None and not (is_number(self.max_request) and self.max_request > 0):
             raise UserError(f"queue {self.name!r}: max_request must be a number of seconds > 0, got {self.max_request!r}")
 
     def accepts(self, job: Job) -> bool:

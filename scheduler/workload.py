@@ -22,6 +22,8 @@ from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
 
+from pdes.validate import check_float, check_int, is_int
+
 from .errors import UserError
 from .job import Job, JobStatus
 
@@ -45,17 +47,13 @@ __all__ = [
 
 def seeded_rng(seed: int, *stream: int) -> np.random.Generator:
     """A numpy generator seeded from the run seed and a stream tag (never global state)."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise UserError(f"seed must be an int, got {seed!r}")
+    if not is_int(seed):
+        raise UserError(f"seed must be an integer, got {seed!r}")
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed) & (2**63 - 1), *stream])))
 
 
 def _num(owner: str, name: str, v: Any, *, low: float | None = None, low_open: bool = False) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v):
-        raise UserError(f"{owner}: {name} must be a finite number, got {v!r}")
-    if low is not None and (v <= low if low_open else v < low):
-        raise UserError(f"{owner}: {name} must be {'>' if low_open else '>='} {low}, got {v!r}")
-    return float(v)
+    return check_float(f"{owner}: {name}", v, lo=low, lo_open=low_open)
 
 
 class Distribution:
@@ -149,7 +147,7 @@ class PowerOfTwo(Distribution):
     def __post_init__(self) -> None:
         for name in ("low", "high"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1 or v & (v - 1):
+            if not is_int(v) or v < 1 or v & (v - 1):
                 raise UserError(f"PowerOfTwo: {name} must be a power of two >= 1, got {v!r}")
         if self.high < self.low:
             raise UserError(f"PowerOfTwo: high must be >= low ({self.low}), got {self.high!r}")
@@ -219,19 +217,16 @@ class SyntheticWorkload:
 
     def __post_init__(self) -> None:
         name = "SyntheticWorkload"
-        if isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, int) or self.n_jobs < 0:
-            raise UserError(f"{name}: n_jobs must be an int >= 0, got {self.n_jobs!r}")
+        check_int(f"{name}: n_jobs", self.n_jobs, lo=0)
         for d in ("inter_arrival", "size", "run_time", "request_factor"):
             _dist(name, d, getattr(self, d))
-        if self.max_size is not None and (not isinstance(self.max_size, int) or self.max_size < 1):
-            raise UserError(f"{name}: max_size must be an int >= 1, got {self.max_size!r}")
+        if self.max_size is not None:
+            check_int(f"{name}: max_size", self.max_size, lo=1)
         _num(name, "min_run_time", self.min_run_time, low=0.0)
         if self.max_run_time is not None:
             _num(name, "max_run_time", self.max_run_time, low=self.min_run_time)
         for k in ("users", "groups", "cores_per_node"):
-            v = getattr(self, k)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise UserError(f"{name}: {k} must be an int >= 1, got {v!r}")
+            check_int(f"{name}: {k}", getattr(self, k), lo=1)
         _num(name, "start_time", self.start_time, low=0.0)
         _num(name, "resolution", self.resolution, low=0.0, low_open=True)
 

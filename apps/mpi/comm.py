@@ -29,6 +29,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from pdes.validate import is_int
+
 from ..errors import MpiError
 from . import collectives as coll
 from .collectives.base import check_list, check_nbytes, resolve_op
@@ -59,7 +61,7 @@ def _derive_ctx(ctx: int, seq: int, what: str) -> int:
 
 
 def _as_int(x: Any, what: str) -> int:
-    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+    if is_int(x):
         return int(x)
     raise MpiError(f"{what} must be an integer, got {x!r}")
 

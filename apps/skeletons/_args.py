@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any
 
 from models.units import UnitError, parse_bytes, parse_time
+from pdes.validate import check_float, check_int, check_ints
 
 
 def _strip(exc: Exception) -> str:
@@ -37,9 +38,12 @@ def seconds(v: Any, name: str) -> float:
 
 def count(v: Any, name: str, lo: int = 0) -> int:
     """An integer >= lo."""
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
-    return v
+    return check_int(name, v, lo=lo)
+
+
+def number(v: Any, name: str, lo: float = 0.0) -> float:
+    """A finite number >= lo."""
+    return check_float(name, v, lo=lo)
 
 
 def algorithm(v: Any, coll: str) -> None:
@@ -59,8 +63,7 @@ def grid(v: Any, ndims: int | None, size: int, name: str = "grid") -> tuple[int,
             v = [int(x) for x in v.lower().split("x")]
         except ValueError:
             raise ValueError(f"{name} must look like '4x4x2' or be a list of integers, got {v!r}") from None
-    if not isinstance(v, Sequence) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in v):
-        raise ValueError(f"{name} must be a list of integers >= 1, got {v!r}")
+    v = check_ints(name, v, lo=1)
     if ndims is not None and len(v) != ndims:
         raise ValueError(f"{name} must have {ndims} dimensions, got {len(v)}")
     if math.prod(v) != size:

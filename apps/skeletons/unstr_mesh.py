@@ -15,7 +15,7 @@ from typing import Any
 
 from ..mpi.comm import dims_create
 from ..registry import app
-from ._args import count, grid as _grid, nbytes as _nbytes, seconds
+from ._args import count, grid as _grid, nbytes as _nbytes, number, seconds
 from .pairs import _mix
 
 _TAG = 77
@@ -50,8 +50,7 @@ def _check(size: int, *, grid: Any, degree: Any, radius: int, nbytes: Any, nbyte
            compute_s: Any) -> None:
     _grid(grid, 3, size)
     count(radius, "radius", 1)
-    if not (isinstance(degree, (int, float)) and not isinstance(degree, bool) and degree >= 0):
-        raise ValueError(f"degree must be a number >= 0, got {degree!r}")
+    number(degree, "degree")
     lo = _nbytes(nbytes, "nbytes")
     if nbytes_max is not None and _nbytes(nbytes_max, "nbytes_max") < lo:
         raise ValueError(f"nbytes_max ({nbytes_max!r}) must be >= nbytes ({nbytes!r})")

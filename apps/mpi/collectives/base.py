@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from pdes.validate import is_number
+
 from ...errors import MpiError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -194,6 +196,5 @@ def check_nbytes(what: str, nbytes: Any) -> None:
     if isinstance(nbytes, str):
         raise MpiError(f"{what}: the size must be a number of bytes, got the string {nbytes!r} "
                        "(convert sizes with units once, e.g. models.units.parse_bytes)")
-    if isinstance(nbytes, bool) or not (isinstance(nbytes, (int, float, np.integer, np.floating))
-                                        and 0 <= nbytes < math.inf):
+    if not (is_number(nbytes) and 0 <= nbytes < math.inf):
         raise MpiError(f"{what}: the size must be a finite number of bytes >= 0, got {nbytes!r}")
