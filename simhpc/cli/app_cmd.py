@@ -8,6 +8,8 @@ import ast
 import sys
 from typing import Any
 
+from pdes.errors import UserError
+
 from .common import CliError, print_json, table
 
 HELP = "run one skeleton app alone on a machine: predicted runtime, bytes sent, per-link hot spots"
@@ -91,7 +93,6 @@ def run(args: argparse.Namespace) -> int:
     if args.ranks is None:
         raise CliError("--ranks is required to run an app")
     from apps import AppsError, run_app
-    from apps.errors import AppConfigError
     from models.network import NetworkConfig
     from models.units import parse_time
     from pdes.parallel import install_abort_hook, world_comm
@@ -120,9 +121,9 @@ def run(args: argparse.Namespace) -> int:
         res = run_app(args.machine, args.name, args.ranks, placement=placement, network=network,
                       ranks_per_node=args.ranks_per_node, mapping=args.mapping, seed=args.seed, comm=comm,
                       algorithms=algorithms, hot_links=args.top, app_args=app_args, **options)
-    except AppConfigError:
+    except UserError:  # a bad app, argument or option: one line, exit status 2 (common.user_errors)
         raise
-    except AppsError as exc:
+    except AppsError as exc:  # the simulated app failed (raised, deadlocked, timed out): exit status 1
         if rank == 0:
             print(f"simhpc: error: {exc}", file=sys.stderr)
         return 1

@@ -21,12 +21,6 @@ class _Status:
     code: int = 0
 
 
-def _user_error_types() -> tuple[type[BaseException], ...]:
-    # Every layer's user mistakes derive from pdes.errors.UserError; missing or unreadable
-    # files named by the user are mistakes too.
-    return (CliError, UserError, FileNotFoundError, IsADirectoryError)
-
-
 @contextlib.contextmanager
 def user_errors() -> Iterator[_Status]:
     """Turn user errors into one line on stderr and exit status 2.
@@ -37,7 +31,9 @@ def user_errors() -> Iterator[_Status]:
     status = _Status()
     try:
         yield status
-    except _user_error_types() as exc:
+    # Every layer's user mistakes derive from UserError; a missing file or a folder given
+    # where a file is expected, named by the user, is a mistake too.
+    except (UserError, FileNotFoundError, IsADirectoryError) as exc:
         if launcher_rank() == 0:
             print(f"simhpc: error: {exc}", file=sys.stderr)
         status.code = 2

@@ -28,14 +28,11 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("simhpc plot needs matplotlib: pip install 'simhpc[plot]'") from None
     matplotlib.use("Agg")  # no display needed; this process draws to files only
     from ..plots import plot_files
-    from ..results.hdf5 import ResultsFileError, read_results
+    from ..results.hdf5 import read_results
 
     if args.dpi < 10:
         raise CliError(f"--dpi must be >= 10, got {args.dpi}")
-    try:
-        results = [read_results(f) for f in args.files]
-    except ResultsFileError as exc:
-        raise CliError(str(exc)) from None
+    results = [read_results(f) for f in args.files]
     try:
         out = plot_files(results, args.out, fmt=args.format, dpi=args.dpi, stems=args.files)
     except OSError as exc:

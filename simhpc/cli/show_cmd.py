@@ -112,7 +112,7 @@ def _json_value(v: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..results.hdf5 import ResultsFileError, read_file_info, read_results
+    from ..results.hdf5 import read_file_info, read_results
     from ..results.model import JOB_COLUMNS
 
     columns = list(DEFAULT_COLUMNS)
@@ -122,11 +122,8 @@ def run(args: argparse.Namespace) -> int:
         if bad or not columns:
             raise CliError(f"--columns: unknown job column(s) {', '.join(bad) or '(none given)'}; "
                            f"valid: {', '.join(JOB_COLUMNS)}")
-    try:
-        info = read_file_info(args.file)
-        res = read_results(args.file)
-    except ResultsFileError as exc:
-        raise CliError(str(exc)) from None
+    info = read_file_info(args.file)
+    res = read_results(args.file)
     s = res.summary()
     created = f", created {info['created']}" if info.get("created") else ""
     print(f"{args.file}: simhpc {info.get('simhpc_version')} results, schema {info.get('schema_version')}{created}")

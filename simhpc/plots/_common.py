@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from pdes.validate import is_int
 from scheduler.errors import UserError
 from ..results.model import Results
 
@@ -101,7 +102,7 @@ def n_nodes(r: Results) -> int:
     """Node count of the machine (from the machine summary, else the largest node used + 1)."""
     for d, key in ((r.machine, "nodes"), (r.system, "n_nodes")):
         v = d.get(key)
-        if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0:
+        if is_int(v) and v > 0:
             return int(v)
     return int(r.job_nodes.max()) + 1 if len(r.job_nodes) else 1
 

@@ -38,6 +38,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from pdes.validate import is_int
 from scheduler.errors import UserError
 from .model import JOB_COLUMNS, LINK_COLUMNS, SCHEMA_NAME, SCHEMA_VERSION, SERIES, Results
 
@@ -345,7 +346,7 @@ def _open(path: str | os.PathLike[str]) -> Iterator[Any]:
             found = "no schema attribute" if schema is None else f"schema {schema!r}"
             raise ResultsFileError(p, f"an HDF5 file but not a simhpc results file ({found}; expected {SCHEMA_NAME!r})")
         version = _scalar(f.attrs.get("schema_version"))
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        if not is_int(version) or version < 1:
             raise ResultsFileError(p, f"bad schema_version {version!r} (a whole number >= 1 expected)")
         if version > SCHEMA_VERSION:
             made = _scalar(f.attrs.get("simhpc_version"))
