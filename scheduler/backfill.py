@@ -66,7 +66,7 @@ from .errors import SchedulerError, UserError
 from .job import Job
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .allocator import AllocState
+    from .allocators import AllocState
     from .lifecycle import SchedulerEntity
 
 __all__ = [

@@ -3,7 +3,7 @@
 :class:`SchedulerEntity` (entity type ``"scheduler"``, one instance on rank 0) holds the
 queue, the machine's allocation state and the three pluggable parts: an ordering policy
 (:mod:`scheduler.ordering`), a reservation/backfill policy (:mod:`scheduler.backfill`) and an
-allocator (:mod:`scheduler.allocator`). Its scheduling loop is a process that hibernates until
+allocator (:mod:`scheduler.allocators`). Its scheduling loop is a process that hibernates until
 a submission or a job end wakes it; each wake-up is one *scheduling pass*.
 
 Events
@@ -54,7 +54,7 @@ import numpy as np
 
 from pdes import Entity, RunStats, Simulator
 
-from .allocator import Allocator, make_allocator
+from .allocators import Allocator, make_allocator
 from .errors import SchedulerError, UserError
 from .job import Job, JobStatus, fresh_copies
 from .ordering import OrderingPolicy, QueueColumns, make_ordering
@@ -120,7 +120,7 @@ class SchedulerEntity(Entity):
     Args:
         jobs: the workload; the entity runs these objects (pass fresh copies to keep the
             originals untouched). Job ids must be unique.
-        allocator: an :class:`~scheduler.allocator.Allocator` (it gives the machine size).
+        allocator: an :class:`~scheduler.allocators.Allocator` (it gives the machine size).
         ordering: an :class:`~scheduler.ordering.OrderingPolicy`.
         backfill: a :class:`~scheduler.backfill.BackfillPolicy`.
         runner: the :class:`JobRunner` (default :class:`TimekeeperRunner`).

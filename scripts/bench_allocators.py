@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from models.presets import get_machine  # noqa: E402
-from scheduler.allocator import make_allocator  # noqa: E402
+from scheduler.allocators import make_allocator  # noqa: E402
 from scheduler.job import Job  # noqa: E402
 
 CASES = {

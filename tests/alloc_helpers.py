@@ -7,7 +7,7 @@ from functools import lru_cache
 import numpy as np
 
 from models.topology import Dragonfly, FatTree, Torus
-from scheduler.allocator import AllocState, Allocator, make_allocator
+from scheduler.allocators import AllocState, Allocator, make_allocator
 from scheduler.job import Job
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from alloc_helpers import machine
-from scheduler.allocator import make_allocator
+from scheduler.allocators import make_allocator
 from scheduler.allocators.isolating import reserved_link_ids
 from scheduler.lifecycle import simulate
 from scheduler.metrics import capacity_violations

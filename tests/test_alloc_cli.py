@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from models.presets import get_machine
-from scheduler.allocator import ALLOCATORS
+from scheduler.allocators import ALLOCATORS
 from scheduler.allocators import node_ordering, placement_metrics
 from simhpc.cli import main
 from simhpc.experiment import loads

@@ -303,7 +303,7 @@ def test_fat_tree_allocators_refuse_a_torus(name):
 
 def test_isolating_allocators_refuse_deep_trees():
     from models.topology import FatTree
-    from scheduler.allocator import make_allocator
+    from scheduler.allocators import make_allocator
 
     deep = FatTree.kary_ntree(k=2, n=4)
     for name in ("t123", "jigsaw"):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from alloc_helpers import build, job, machine
 from models.topology import Torus
 from models.topology.metrics import mind
-from scheduler.allocator import make_allocator
+from scheduler.allocators import make_allocator
 from scheduler.allocators import hilbert_index, node_ordering
 from scheduler.allocators.contiguous import sliding_max
 from scheduler.errors import UserError

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from alloc_helpers import Driver, build, job, machine
-from scheduler.allocator import ALLOCATORS
+from scheduler.allocators import ALLOCATORS
 
 # (allocator, topology, options): every registered allocator at least once.
 CASES = [

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from alloc_helpers import Driver, build, job
 from models.topology import Torus
-from scheduler.allocator import make_allocator
+from scheduler.allocators import make_allocator
 from scheduler.allocators.torus_partitions import PartitionInfo
 from scheduler.errors import UserError
 

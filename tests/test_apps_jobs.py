@@ -132,7 +132,7 @@ def test_rank_to_node_mappings():
         map_ranks(3, nodes, 2, [0, 0, 0])
     with pytest.raises(AppConfigError, match="valid: 0..2"):
         map_ranks(2, nodes, 2, [0, 3])
-    with pytest.raises(AppConfigError, match="unknown mapping 'snake'"):
+    with pytest.raises(AppConfigError, match="unknown rank mapping 'snake'; valid: block, round_robin, topology"):
         map_ranks(2, nodes, 2, "snake")
 
 

@@ -14,7 +14,7 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "extending.md"
 def clean_registries():
     """The examples register a policy, an allocator and an app: undo that afterwards."""
     from apps import registry
-    from scheduler.allocator import ALLOCATORS
+    from scheduler.allocators import ALLOCATORS
     from scheduler.ordering import ORDERINGS
 
     saved = [(d, dict(d)) for d in (ORDERINGS, ALLOCATORS, registry._APPS)]
@@ -36,7 +36,7 @@ def test_extending_examples_run(clean_registries):
     # lastfree takes the highest-numbered free nodes: the first job ends on the last nodes.
     first = r.nodes_of(0)
     assert first.max() == 15
-    from scheduler.allocator import ALLOCATORS
+    from scheduler.allocators import ALLOCATORS
     from scheduler.ordering import ORDERINGS
 
     assert "small-first" in ORDERINGS and "lastfree" in ALLOCATORS

@@ -9,7 +9,7 @@ from models.network import Network, NetworkConfig, network_lookahead
 from models.presets import get_machine
 from models.topology import KIND_DOWN, KIND_UP, FatTree
 from pdes import Simulator
-from scheduler.allocator import make_allocator
+from scheduler.allocators import make_allocator
 from scheduler.job import Job
 from tests_support import Probe
 

@@ -152,7 +152,7 @@ def test_scheduler_progress_views():
             s = self.sim.local_entity(self.sched_eid)
             seen.append((s.unsubmitted, len(s.queue), len(s.running), s.finished))
 
-    from scheduler.allocator import make_allocator
+    from scheduler.allocators import make_allocator
     from scheduler.backfill import make_backfill
     from scheduler.ordering import make_ordering
 

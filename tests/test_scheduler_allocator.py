@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scheduler.allocator import ALLOCATORS, AllocState, Allocator, FirstFreeAllocator, make_allocator, register_allocator
+from scheduler.allocators import ALLOCATORS, AllocState, Allocator, FirstFreeAllocator, make_allocator, register_allocator
 from scheduler.errors import SchedulerError, UserError
 from scheduler.job import Job
 from scheduler.lifecycle import simulate

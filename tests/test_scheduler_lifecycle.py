@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pdes import Entity, SimulationError, Simulator
-from scheduler.allocator import make_allocator
+from scheduler.allocators import make_allocator
 from scheduler.backfill import make_backfill
 from scheduler.errors import SchedulerError, UserError
 from scheduler.job import Job

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.allocator import ALLOCATORS, FirstFreeAllocator, register_allocator
+from scheduler.allocators import ALLOCATORS, FirstFreeAllocator, register_allocator
 from scheduler.errors import UserError
 from scheduler.job import Job
 from scheduler.replay import Machine, replay, resolve_machine

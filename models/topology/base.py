@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any, Callable, ClassVar
 
 import numpy as np
@@ -119,6 +120,12 @@ class Topology(ABC):
         (e.g. ``topo.replace(routing="ecmp")``). Use this rather than
         ``dataclasses.replace``, which cannot see the unit-bearing init-only parameters."""
         return type(self)(**{**self._init_kwargs, **changes})
+
+    @property
+    def constructor_params(self) -> MappingProxyType:
+        """The checked constructor parameters that rebuild this topology (units resolved to
+        numbers), read-only: ``type(topo)(**topo.constructor_params)`` is an equal topology."""
+        return MappingProxyType(self._init_kwargs)
 
     # ------------------------------------------------------------------ argument checks
     def _node(self, v: Any, what: str) -> int:

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import InitVar, dataclass, field
 from functools import cached_property
 from math import prod
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, NamedTuple, Sequence
 
 import numpy as np
 
@@ -54,6 +54,33 @@ from .hashing import pair_hash, pair_hash_np, salt_seed
 from .validate import check_bw, check_choice, check_int, check_ints, check_lat, check_size
 
 _SALT_ECMP = 0xEC3F
+
+__all__ = ["FatTree", "FatTreeLinkNumbering", "radix_shape"]
+
+
+class FatTreeLinkNumbering(NamedTuple):
+    """How a fat-tree numbers its switch links, per level ``l`` (entry 0 unused).
+
+    The up link from element ``e`` of level ``l-1`` through its up port ``q`` has id
+    ``up_link_base[l] + e * up_ports[l] + q``; its reverse, the down link into ``e``,
+    ``down_link_base[l] + e * up_ports[l] + q`` (``UB_l``, ``DB_l`` and ``w_l p_l`` of the
+    module docstring).
+    """
+
+    #: Id of the first up link from level ``l-1`` to level ``l`` (``UB_l``).
+    up_link_base: tuple[int, ...]
+    #: Id of the first down link from level ``l`` to level ``l-1`` (``DB_l``).
+    down_link_base: tuple[int, ...]
+    #: Up ports of each level-``l-1`` element (``w_l p_l``).
+    up_ports: tuple[int, ...]
+
+    def up_link_ids(self, level: int, element: Any, port: Any) -> Any:
+        """Id of the up link leaving ``element`` of level ``level-1`` by ``port`` (arrays work)."""
+        return self.up_link_base[level] + element * self.up_ports[level] + port
+
+    def down_link_ids(self, level: int, element: Any, port: Any) -> Any:
+        """Id of the down link into ``element`` of level ``level-1`` through its ``port``."""
+        return self.down_link_base[level] + element * self.up_ports[level] + port
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -292,6 +319,11 @@ class FatTree(Topology):
     def switches_per_level(self) -> tuple[int, ...]:
         """Number of switches at levels 1..levels."""
         return self._S[1:]
+
+    @property
+    def link_numbering(self) -> FatTreeLinkNumbering:
+        """The per-level bases and port counts that give switch link ids (read-only)."""
+        return FatTreeLinkNumbering(self._UB, self._DB, self._W)
 
     @property
     def leaf_of_node(self) -> np.ndarray:

@@ -1,13 +1,15 @@
-"""Node allocators, node orderings, placement metrics and rank mapping.
+"""Node allocation: the allocator interface, its registry, the allocators, node orderings and
+placement metrics.
 
-Importing this package registers every allocator in
-:data:`scheduler.allocator.ALLOCATORS` (``scheduler.allocator`` imports it at its end), so
+:class:`AllocState` and :class:`Allocator` (:mod:`.interface`) are the contract the scheduler
+and the backfill policies talk to; :data:`ALLOCATORS` (:mod:`.registry`) maps names to classes.
+Importing this package registers every allocator, so
 ``make_allocator(name, n_nodes=..., topology=..., seed=..., **options)`` finds them all:
 
 ======================  ==============================  ================================
 name                    module                          options
 ======================  ==============================  ================================
-random                  :mod:`.oblivious`               --
+firstfree, random       :mod:`.oblivious`               --
 roundrobin, fifo0       :mod:`.oblivious`               ordering, box
 dualend                 :mod:`.oblivious`               ordering, box, by, threshold
 vpart                   :mod:`.oblivious`               ordering, box, parts
@@ -24,12 +26,16 @@ bgq-cfca, bgq-hybrid
 See ``docs/allocators.md`` for the rules of each. The network side reads a running job's
 reserved links from a :class:`JigsawState` (``routes_for``, ``allowed_links``) and its
 partition from a :class:`PartitionState` (``placement_of`` -> :class:`PartitionInfo`).
+Rank-to-node mapping, the scheduler's fourth hook, is :mod:`apps.mapping`.
 """
 
+from .interface import AllocState, Allocator
+from .registry import ALLOCATORS, make_allocator, register_allocator
+
+# The allocator modules register themselves on import.
 from . import contiguous, isolating, oblivious, torus_partitions, treefit
 from .base import Placement, PlacementState, job_rng
 from .isolating import JigsawInfo, JigsawState, T123Info, reserved_link_ids
-from .mapping import RANK_MAPPINGS, cartesian_neighbors, map_ranks
 from .metrics import (
     PlacementMetrics,
     allocation_metrics,
@@ -37,10 +43,17 @@ from .metrics import (
     placement_metrics,
     size_bins,
 )
+from .oblivious import FirstFreeAllocator
 from .orderings import hilbert_index, node_ordering
 from .torus_partitions import PartitionInfo, PartitionState
 
 __all__ = [
+    "AllocState",
+    "Allocator",
+    "ALLOCATORS",
+    "make_allocator",
+    "register_allocator",
+    "FirstFreeAllocator",
     "Placement",
     "PlacementState",
     "job_rng",
@@ -57,9 +70,6 @@ __all__ = [
     "allocation_metrics",
     "allocation_metrics_by_size",
     "size_bins",
-    "RANK_MAPPINGS",
-    "map_ranks",
-    "cartesian_neighbors",
     "contiguous",
     "isolating",
     "oblivious",

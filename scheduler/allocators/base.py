@@ -10,7 +10,7 @@
     Arithmetic on a placement gives plain arrays; slicing drops ``info``.
 
 :class:`PlacementState`
-    An :class:`~scheduler.allocator.AllocState` that also keeps, per running job, the
+    An :class:`~scheduler.allocators.interface.AllocState` that also keeps, per running job, the
     ``info`` its placement carried (``placements``), so that ``release`` can undo it.
 
 Determinism
@@ -26,9 +26,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..allocator import AllocState, Allocator
 from ..errors import SchedulerError, UserError
 from ..job import Job
+from .interface import Allocator, AllocState
 
 __all__ = [
     "Placement",

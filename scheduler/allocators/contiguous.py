@@ -33,10 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from ..allocator import AllocState, register_allocator
 from ..job import Job
 from .base import check_bool_option, check_int_option
+from .interface import AllocState
 from .oblivious import OrderedAllocator
+from .registry import register_allocator
 
 __all__ = [
     "FirstFitAllocator",

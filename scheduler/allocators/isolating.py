@@ -53,10 +53,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..allocator import AllocState, register_allocator
 from ..errors import SchedulerError, UserError
 from ..job import Job
 from .base import OptionsAllocator, Placement, PlacementState, placement_info
+from .interface import AllocState
+from .registry import register_allocator
 
 __all__ = [
     "T123Allocator",
@@ -389,18 +390,16 @@ class JigsawState(PlacementState):
 
 def reserved_link_ids(topo: Any, info: JigsawInfo) -> np.ndarray:
     """Link ids (up and down) of the ports reserved by ``info`` on fat-tree ``topo``."""
-    # FatTree numbering (models.topology.fattree): up link (level l, element e, port q) is
-    # UB_l + e * W_l + q and its reverse down link DB_l + e * W_l + q.
-    UB, DB, W = topo._UB, topo._DB, topo._W
+    numbering = topo.link_numbering
     parts = []
-    lp = info.leaf_ports
-    if len(lp):
-        off = lp[:, 0] * W[2] + lp[:, 1]
-        parts += [UB[2] + off, DB[2] + off]
-    l2 = info.l2_ports
-    if len(l2):
-        off = l2[:, 0] * W[3] + l2[:, 1]
-        parts += [UB[3] + off, DB[3] + off]
+    leaf_ports = info.leaf_ports  # leaves are level-1 elements: their up links are level 2's
+    if len(leaf_ports):
+        parts += [numbering.up_link_ids(2, leaf_ports[:, 0], leaf_ports[:, 1]),
+                  numbering.down_link_ids(2, leaf_ports[:, 0], leaf_ports[:, 1])]
+    l2_ports = info.l2_ports
+    if len(l2_ports):
+        parts += [numbering.up_link_ids(3, l2_ports[:, 0], l2_ports[:, 1]),
+                  numbering.down_link_ids(3, l2_ports[:, 0], l2_ports[:, 1])]
     if not parts:
         return np.zeros(0, dtype=np.int64)
     return np.sort(np.concatenate(parts)).astype(np.int64)

@@ -1,4 +1,5 @@
-"""Topology-oblivious allocators: random, round-robin list, dual-end, FIFO-0, virtual partitions.
+"""Topology-oblivious allocators: first free, random, round-robin list, dual-end, FIFO-0, virtual
+partitions.
 
 Each treats the machine as a list of nodes (an ordering of :mod:`.orderings`; node id order
 by default) and any ``n`` free nodes can host an ``n``-node job, so all are ``count_only``.
@@ -6,6 +7,7 @@ by default) and any ``n`` free nodes can host an ``n``-node job, so all are ``co
 =============  =====================================================================
 name           nodes chosen
 =============  =====================================================================
+firstfree      the lowest-numbered free nodes (node id order, no options)
 random         ``n`` free nodes drawn uniformly (the job's own generator)
 roundrobin     the head of a free list in which reclaimed nodes go to the tail
 dualend        small jobs the first free nodes of the ordering, the others the last
@@ -21,13 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from ..allocator import AllocState, register_allocator
 from ..errors import SchedulerError
 from ..job import Job
 from .base import OptionsAllocator, check_choice, check_float_option, check_int_option, job_rng
+from .interface import Allocator, AllocState
 from .orderings import node_ordering
+from .registry import register_allocator
 
 __all__ = [
+    "FirstFreeAllocator",
     "OrderedAllocator",
     "RandomAllocator",
     "RoundRobinAllocator",
@@ -67,6 +71,20 @@ class OrderedAllocator(OptionsAllocator):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(n_nodes={self.n_nodes}, ordering={self.ordering!r})"
+
+
+@register_allocator
+class FirstFreeAllocator(Allocator):
+    """The lowest-numbered free nodes; any free nodes will do (``count_only``)."""
+
+    name = "firstfree"
+    count_only = True
+
+    def select(self, job: Job, state: AllocState) -> np.ndarray | None:
+        k = job.nodes
+        if k > state.n_free:
+            return None
+        return np.flatnonzero(state.free)[:k]
 
 
 @register_allocator

@@ -62,7 +62,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..allocator import AllocState, register_allocator
 from ..errors import SchedulerError, UserError
 from ..job import Job
 from .base import (
@@ -74,6 +73,8 @@ from .base import (
     job_rng,
     placement_info,
 )
+from .interface import AllocState
+from .registry import register_allocator
 
 __all__ = [
     "PartitionInfo",

@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from ..allocator import AllocState, register_allocator
 from ..job import Job
 from .base import OptionsAllocator
+from .interface import AllocState
+from .registry import register_allocator
 
 __all__ = ["TreeFitAllocator", "subtree_sizes"]
 

@@ -146,7 +146,7 @@ class AppJobRunner:
         from apps.node import LaunchSpec
         from apps.registry import bind_args
 
-        from scheduler.allocators.mapping import job_rank_nodes
+        from apps.mapping import job_rank_nodes
 
         try:
             args = bind_args(job.app_name, job.app_args, size=job.job_size)
@@ -263,7 +263,7 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     from apps.node import MpiOptions
     from apps.platform import build_platform
 
-    from scheduler.allocator import make_allocator
+    from scheduler.allocators import make_allocator
     from scheduler.backfill import make_backfill
     from scheduler.lifecycle import SchedulerEntity
     from scheduler.ordering import make_ordering
@@ -410,7 +410,7 @@ def _mapping_of(mapping: str, job: Job, rank_nodes: dict[int, tuple[int, ...]]) 
     the node index of every rank (topology-aware mapping, decided once at launch)."""
     if mapping != "topology":
         return mapping
-    from scheduler.allocators.mapping import rank_node_indices
+    from apps.mapping import rank_node_indices
 
     return rank_node_indices(job.assigned_nodes, rank_nodes[job.job_id])
 

@@ -470,7 +470,7 @@ class ForegroundSpec:
 
 
 # ------------------------------------------------------------------------------ scheduler
-from scheduler.allocators.mapping import JOB_MAPPINGS as MAPPINGS  # noqa: E402 - next to its use
+from apps.mapping import JOB_MAPPINGS as MAPPINGS  # noqa: E402 - next to its use
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -496,7 +496,7 @@ class SchedulerSpec:
     algorithms: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from scheduler.allocator import ALLOCATORS
+        from scheduler.allocators import ALLOCATORS
         from scheduler.backfill import BACKFILLS
         from scheduler.ordering import ORDERINGS
 

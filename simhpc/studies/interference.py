@@ -209,7 +209,7 @@ class _Context:
         if mapping == "topology":
             # The node of every rank, as in the run with background (the same function of
             # the same nodes), given to run_app as node indices.
-            from scheduler.allocators.mapping import job_rank_nodes, rank_node_indices
+            from apps.mapping import job_rank_nodes, rank_node_indices
 
             mapping = rank_node_indices(nodes, job_rank_nodes(fg.app, dict(fg.args), fg.ranks, nodes, self.rpn,
                                                               mapping, self.topo))
@@ -248,7 +248,7 @@ def _static_run(ctx: _Context, index: int, k: int, seed: int, comm: Any) -> RunO
     from apps.errors import AppConfigError, AppError
     from apps.registry import bind_args
 
-    from scheduler.allocator import make_allocator
+    from scheduler.allocators import make_allocator
     from scheduler.workload import seeded_rng
 
     s = ctx.study
@@ -341,7 +341,7 @@ class _StaticControl:
     def spec(self, job: Job, job_id: int) -> Any:
         from apps.node import LaunchSpec
 
-        from scheduler.allocators.mapping import job_rank_nodes
+        from apps.mapping import job_rank_nodes
 
         rank_nodes = job_rank_nodes(job.app_name, job.app_args, job.job_size, [int(n) for n in job.assigned_nodes],
                                     self.ctx.rpn, self.ctx.study.mapping, self.ctx.topo)

@@ -61,7 +61,7 @@ __all__ = [
 MODES = ("static", "trace")
 #: How a study uses MPI ranks: deal (k, seed) runs out over them, or run each simulation in parallel.
 PARALLEL = ("runs", "simulation")
-from scheduler.allocators.mapping import JOB_MAPPINGS as MAPPINGS  # noqa: E402 - next to its use
+from apps.mapping import JOB_MAPPINGS as MAPPINGS  # noqa: E402 - next to its use
 
 TOP_KEYS = ("study", "machine", "network", "foreground", "background", "workload")
 STUDY_KEYS = ("name", "mode", "k", "seeds", "allocator", "allocator_options", "ranks_per_node", "mapping",
@@ -270,7 +270,7 @@ class InterferenceStudy:
         seeds: a count ``n`` (seeds ``0..n-1``) or a list of seeds. A seed fixes the draws of
             the background jobs (job ``i`` of seed ``s`` is the same for every ``k``), the
             placement order, the allocator's choices and the ranks' random streams.
-        allocator, allocator_options: the node allocator (``scheduler.allocator``).
+        allocator, allocator_options: the node allocator (``scheduler.allocators``).
         ranks_per_node: ranks per node (default: the machine's cores per node).
         mapping: rank-to-node mapping, ``"block"``, ``"round_robin"`` or ``"topology"``
             (Cartesian apps' process grids embedded along the topology).
@@ -309,7 +309,7 @@ class InterferenceStudy:
     def __post_init__(self) -> None:
         from models.presets import Machine
 
-        from scheduler.allocator import ALLOCATORS, make_allocator
+        from scheduler.allocators import ALLOCATORS, make_allocator
         from scheduler.backfill import BACKFILLS
         from scheduler.ordering import ORDERINGS
 
@@ -484,7 +484,7 @@ def _machine_dict(m: Any) -> dict[str, Any]:
     if isinstance(m, MachineSpec):
         return m.to_dict()
     topo = m.topology
-    params = {k: v for k, v in topo._init_kwargs.items() if k != "cache_size" and v is not None}
+    params = {k: v for k, v in topo.constructor_params.items() if k != "cache_size" and v is not None}
     return {"name": m.name, "cores_per_node": m.cores_per_node, "flops_per_node": float(m.flops_per_node),
             "mem_bw_per_node": float(m.mem_bw_per_node), "topology": _lists({"family": topo.name, **params})}
 
