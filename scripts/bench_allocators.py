@@ -22,20 +22,14 @@ of each median to the baseline (``firstfree`` on the same machine, loaded the sa
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import statistics
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-from models.presets import get_machine  # noqa: E402
-from scheduler.allocators import make_allocator  # noqa: E402
-from scheduler.job import Job  # noqa: E402
+import harness as h
+from models.presets import get_machine
+from scheduler.allocators import make_allocator
+from scheduler.job import Job
 
 CASES = {
     "cab": [
@@ -106,19 +100,18 @@ def measure(alloc, st, probes: int, seed: int) -> dict:
         ct.append(time.perf_counter() - t0)
     times.sort()
     return {
-        "select_median_us": 1e6 * statistics.median(times),
+        "select_median_us": 1e6 * h.median(times),
         "select_p95_us": 1e6 * times[min(len(times) - 1, int(0.95 * len(times)))],
-        "copy_median_us": 1e6 * statistics.median(ct),
+        "copy_median_us": 1e6 * h.median(ct),
         "fit_fraction": fits / len(sizes),
         "busy": held(alloc, st)[0],
     }
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = h.parser(__doc__, seed=1)
     ap.add_argument("--probes", type=int, default=200, help="probe jobs per case (default 200)")
     ap.add_argument("--load", type=float, default=0.75, help="busy fraction to load each machine to (default 0.75)")
-    ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     rows = []
     print(f"{'machine':10s} {'allocator':16s} {'nodes':>6s} {'busy':>5s} {'fits':>5s} "
@@ -130,13 +123,13 @@ def main() -> int:
         for name, opts in [("firstfree", {})] + cases:
             alloc = make_allocator(name, n_nodes=topo.n_nodes, topology=topo, seed=args.seed, **opts)
             m = base if name == "firstfree" else measure(alloc, load(alloc, args.load, args.seed), args.probes, args.seed)
-            ratio = m["select_median_us"] / base["select_median_us"]
+            ratio = h.ratio(m["select_median_us"], base["select_median_us"])
             rows.append({"machine": mname, "allocator": name, "options": opts, "nodes": topo.n_nodes, **m,
                          "select_ratio_to_firstfree": ratio})
             print(f"{mname:10s} {name:16s} {topo.n_nodes:6d} {m['busy']:5.2f} {m['fit_fraction']:5.2f} "
                   f"{m['select_median_us']:9.1f}us {m['select_p95_us']:7.1f}us {ratio:11.1f} {m['copy_median_us']:7.1f}us")
-    print(json.dumps({"benchmark": "bench_allocators", "baseline": "firstfree", "probes": args.probes,
-                      "load": args.load, "cases": rows}))
+    h.emit({"benchmark": "bench_allocators", "baseline": "firstfree", "probes": args.probes, "load": args.load,
+            "cases": rows})
     return 0
 
 

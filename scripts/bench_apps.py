@@ -20,16 +20,11 @@ The last line of output is one JSON object.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
-import statistics
-import subprocess
 import sys
 import time
 
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, SRC)
+import harness as h
 
 
 def worker(a: argparse.Namespace) -> None:
@@ -46,38 +41,29 @@ def worker(a: argparse.Namespace) -> None:
     total = time.perf_counter() - t0
     if comm is not None and comm.rank != 0:
         return
-    print(json.dumps({
+    h.emit({
         "network": a.network, "sim_ranks": res.sim_ranks, "wall_s": res.wall_s, "total_s": total,
         "setup_s": total - res.wall_s, "events": res.events, "runtime": res.runtime, "bytes_sent": res.bytes_sent,
         "messages": res.messages, "windows": res.stats.windows, "remote_events": res.stats.remote_events,
-    }))
-
-
-def mpirun() -> str:
-    exe = shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
-    if exe is None:
-        sys.exit("bench_apps: mpirun not found; pip install '.[mpi]'")
-    return exe
+    })
 
 
 def run_one(network: str, procs: int, a: argparse.Namespace) -> dict:
     args = [os.path.abspath(__file__), "--worker", "--network", network, "--machine", a.machine, "--ranks", str(a.ranks),
             "--nbytes", str(a.nbytes), "--iters", str(a.iters), "--seed", str(a.seed)]
-    cmd = [sys.executable, *args] if procs == 1 else [mpirun(), "-n", str(procs), sys.executable, *args]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-    if out.returncode != 0:
-        sys.exit(f"bench_apps: {' '.join(cmd)} failed:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    if procs > 1:
+        cmd = [h.require_mpirun("bench_apps"), "-n", str(procs), sys.executable, *args]
+    else:
+        cmd = [sys.executable, *args]
+    return h.run_json(cmd, script="bench_apps")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = h.parser(__doc__, rounds=3, seed=0)
     ap.add_argument("--machine", default="cielo")
     ap.add_argument("--ranks", type=int, default=8192)
     ap.add_argument("--nbytes", type=int, default=1024)
     ap.add_argument("--iters", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-parallel", action="store_true", help="skip the mpirun -n 2 configuration")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--network", default="packet", help=argparse.SUPPRESS)
@@ -95,7 +81,7 @@ def main() -> None:
             runs[name].append(r)
             print(f"  round {rnd + 1}/{a.rounds} {name:>11}: {r['events']:>9} events, run {r['wall_s']:7.2f} s, "
                   f"set-up {r['setup_s']:5.2f} s", file=sys.stderr)
-    med = {k: {f: statistics.median(x[f] for x in v) for f in ("wall_s", "setup_s", "total_s")} for k, v in runs.items()}
+    med = {k: {f: h.median(x[f] for x in v) for f in ("wall_s", "setup_s", "total_s")} for k, v in runs.items()}
     last = {k: v[-1] for k, v in runs.items()}
     rate = {k: last[k]["events"] / med[k]["wall_s"] for k in runs}
     cores = os.cpu_count() or 1
@@ -107,7 +93,7 @@ def main() -> None:
     rows = {}
     for k in runs:
         r = last[k]
-        vs = med[k]["wall_s"] / med["ideal"]["wall_s"]
+        vs = h.ratio(med[k]["wall_s"], med["ideal"]["wall_s"])
         print(f"{k:<12}{r['events']:>10}{med[k]['wall_s']:>9.2f}{med[k]['setup_s']:>10.2f}{rate[k]:>12,.0f}"
               f"{vs:>10.2f}{r['runtime'] * 1e6:>11.3f} us")
         rows[k] = {"events": r["events"], "wall_s": round(med[k]["wall_s"], 3), "setup_s": round(med[k]["setup_s"], 3),
@@ -120,12 +106,12 @@ def main() -> None:
     if "packet P=2" in runs:
         p2 = last["packet P=2"]
         same = all(p2[f] == last["packet"][f] for f in ("runtime", "events", "bytes_sent", "messages"))
-        sp = med["packet"]["wall_s"] / med["packet P=2"]["wall_s"]
+        sp = h.ratio(med["packet"]["wall_s"], med["packet P=2"]["wall_s"])
         print(f"\nP=2 runs the packet model {sp:.2f}x as fast as the sequential run "
               f"({p2['windows']} windows, {p2['remote_events']} remote events); results identical: {same}")
         out["p2_speedup_vs_sequential"] = round(sp, 3)
         out["p2_identical"] = same
-    print(json.dumps(out))
+    h.emit(out)
 
 
 if __name__ == "__main__":

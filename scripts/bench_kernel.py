@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import random
-import statistics
-import subprocess
 import sys
 import time
 from heapq import heappop, heappush
+
+import harness as h
 
 IMPLS = ["pdes-service", "pdes-process", "simpy-mailbox", "simpy-store", "bare-greenlet", "bare-callback"]
 LOOKAHEAD = 1.0
@@ -223,18 +222,16 @@ def one(impl: str, n: int, end: float, seed: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = h.parser(__doc__, rounds=3, seed=1)
     ap.add_argument("--sizes", default="1000,10000", help="LP counts, comma separated")
     ap.add_argument("--events", type=int, default=20, help="mean PHOLD events per chain (sets the end time)")
     ap.add_argument("--impls", default=",".join(IMPLS))
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--end", type=float, help=argparse.SUPPRESS)
-    ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     if a.one:
-        print(json.dumps(one(a.one, a.n, a.end, a.seed)))
+        h.emit(one(a.one, a.n, a.end, a.seed))
         return
     impls = a.impls.split(",")
     if any(i.startswith("simpy") for i in impls):
@@ -249,15 +246,14 @@ def main() -> None:
     for r in range(a.rounds):
         for n in sizes:
             for impl in impls:
-                out = subprocess.run(
+                res = h.run_json(
                     [sys.executable, __file__, "--one", impl, "--n", str(n), "--end", str(end), "--seed", str(a.seed)],
-                    capture_output=True, text=True, check=True,
+                    script="bench_kernel", timeout=None,
                 )
-                res = json.loads(out.stdout.strip().splitlines()[-1])
                 results.setdefault((impl, n), []).append(res["events_per_s"])
                 counts[(impl, n)] = res["events"]
                 print(f"  round {r + 1}/{a.rounds} n={n:>6} {impl:<14} {res['events_per_s']:>12,.0f} ev/s", file=sys.stderr)
-    med = {k: statistics.median(v) for k, v in results.items()}
+    med = {k: h.median(v) for k, v in results.items()}
     print(f"PHOLD: {EVENTS_PER_LP} initial events per LP, lookahead {LOOKAHEAD}, mean {MEAN}, end {end}; "
           f"median of {a.rounds} interleaved rounds, fresh process each")
     print(f"{'impl':<15}" + "".join(f"{'n=' + str(n):>16}{'events':>10}" for n in sizes))
@@ -275,14 +271,14 @@ def main() -> None:
     for a_, b_, goal in pairs:
         if a_ not in impls or b_ not in impls:
             continue
-        row = [med[(a_, n)] / med[(b_, n)] for n in sizes]
+        row = [h.ratio(med[(a_, n)], med[(b_, n)]) for n in sizes]
         ratios[f"{a_}/{b_}"] = {str(n): round(x, 3) for n, x in zip(sizes, row)}
         print(f"{a_ + ' / ' + b_:<34}" + "".join(f"{x:>10.2f}" for x in row) + (f"   >= {goal}" if goal else ""))
-    print(json.dumps({
+    h.emit({
         "bench": "kernel", "rounds": a.rounds, "sizes": sizes, "end_time": end,
         "events_per_s": {impl: {str(n): round(med[(impl, n)]) for n in sizes} for impl in impls},
         "ratios": ratios,
-    }))
+    })
 
 
 if __name__ == "__main__":

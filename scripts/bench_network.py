@@ -19,13 +19,10 @@ The last line of output is one JSON object.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import shutil
-import statistics
-import subprocess
 import sys
 import time
+
+import harness as h
 
 WORKLOADS = ("a2a-torus", "rd-fattree")
 
@@ -85,13 +82,8 @@ def build_and_run(workload: str, model: str, chunk: int, comm) -> dict:
     }
 
 
-def mpirun() -> str | None:
-    return shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = h.parser(__doc__, rounds=3)
     ap.add_argument("--chunk", type=int, default=4096)
     ap.add_argument("--no-mpi", action="store_true", help="skip the P = 2 runs")
     ap.add_argument("--one", nargs=2, metavar=("WORKLOAD", "MODEL"), help=argparse.SUPPRESS)
@@ -102,10 +94,10 @@ def main() -> None:
         comm = world_comm()
         res = build_and_run(a.one[0], a.one[1], a.chunk, comm)
         if comm is None or comm.rank == 0:
-            print(json.dumps(res))
+            h.emit(res)
         return
     configs = [(w, m, 1) for w in WORKLOADS for m in ("packet", "ideal")]
-    mp = mpirun()
+    mp = h.find_mpirun()
     if not a.no_mpi and mp is not None:
         configs += [(w, "packet", 2) for w in WORKLOADS]
     walls: dict[tuple, list[float]] = {}
@@ -117,15 +109,12 @@ def main() -> None:
             if p > 1:
                 cmd = [mp, "-n", str(p), *cmd]
             t0 = time.perf_counter()
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-            if out.returncode != 0:
-                sys.exit(f"bench_network: {' '.join(cmd)} failed:\n{out.stderr}")
-            res = json.loads(out.stdout.strip().splitlines()[-1])
+            res = h.run_json(cmd, script="bench_network")
             walls.setdefault(cfg, []).append(res["wall_s"])
             last[cfg] = res
             print(f"  round {rnd + 1}/{a.rounds} {w:<11} {m:<7} P={p}: {res['wall_s']:.3f} s "
                   f"({time.perf_counter() - t0:.1f} s with start-up)", file=sys.stderr)
-    med = {c: statistics.median(v) for c, v in walls.items()}
+    med = {c: h.median(v) for c, v in walls.items()}
     print(f"Network transport, chunk {a.chunk} B, median of {a.rounds} rounds")
     hdr = f"{'workload':<12}{'model':<8}{'P':>3}{'sim time':>12}{'events':>10}{'chunk hops':>12}{'wall s':>9}{'events/s':>11}{'hops/s':>11}{'vs ideal':>10}{'speedup':>9}"
     print(hdr)
@@ -136,16 +125,16 @@ def main() -> None:
         r = last[cfg]
         ev_s = r["events"] / med[cfg]
         hop_s = r["chunk_hops"] / med[cfg] if r["chunk_hops"] else 0.0
-        vs_ideal = med[cfg] / med[(w, "ideal", 1)]
-        speedup = med[(w, m, 1)] / med[cfg] if (w, m, 1) in med else float("nan")
+        vs_ideal = h.ratio(med[cfg], med[(w, "ideal", 1)])
+        speedup = h.ratio(med[(w, m, 1)], med[cfg]) if (w, m, 1) in med else float("nan")
         print(f"{w:<12}{m:<8}{p:>3}{r['sim_time'] * 1e6:>10.2f}us{r['events']:>10}{r['chunk_hops']:>12}{med[cfg]:>9.3f}"
               f"{ev_s:>11,.0f}{hop_s:>11,.0f}{vs_ideal:>10.1f}{speedup:>9.2f}")
         rows.append({"workload": w, "model": m, "ranks": p, "sim_time_s": r["sim_time"], "events": r["events"],
                      "chunk_hops": r["chunk_hops"], "wall_s": round(med[cfg], 4), "events_per_s": round(ev_s),
                      "chunk_hops_per_s": round(hop_s), "wall_vs_ideal": round(vs_ideal, 2), "speedup_vs_p1": round(speedup, 3)})
     seq_hops = [r["chunk_hops_per_s"] for r in rows if r["model"] == "packet" and r["ranks"] == 1]
-    print(json.dumps({"bench": "network", "chunk": a.chunk, "rounds": a.rounds, "results": rows,
-                      "min_sequential_chunk_hops_per_s": min(seq_hops)}))
+    h.emit({"bench": "network", "chunk": a.chunk, "rounds": a.rounds, "results": rows,
+            "min_sequential_chunk_hops_per_s": min(seq_hops)})
 
 
 if __name__ == "__main__":

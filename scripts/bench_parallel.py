@@ -18,19 +18,11 @@ The last line of output is one JSON object.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 
-
-def mpirun() -> str:
-    exe = shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
-    if exe is None:
-        sys.exit("bench_parallel: mpirun not found; pip install '.[mpi]'")
-    return exe
+import harness as h
 
 
 def run_one(ranks: int | None, regions: int, a: argparse.Namespace) -> dict:
@@ -43,23 +35,18 @@ def run_one(ranks: int | None, regions: int, a: argparse.Namespace) -> dict:
     if ranks is None:
         cmd = [sys.executable, *args]
     else:
-        cmd = [mpirun(), "-n", str(ranks), sys.executable, *args, "--parallel"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-    if out.returncode != 0:
-        sys.exit(f"bench_parallel: {' '.join(cmd)} failed:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+        cmd = [h.require_mpirun("bench_parallel"), "-n", str(ranks), sys.executable, *args, "--parallel"]
+    return h.run_json(cmd, script="bench_parallel")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = h.parser(__doc__, rounds=3, seed=1)
     ap.add_argument("--lps", type=int, default=10000)
     ap.add_argument("--end", type=float, default=40.0, help="simulated end time (events ~ lps * 10 * end / 2)")
     ap.add_argument("--lookahead", type=float, default=1.0, help="lookahead, also the mean of the exponential delay")
     ap.add_argument("--remote", type=float, default=0.1)
     ap.add_argument("--style", choices=["service", "process"], default="service")
     ap.add_argument("--ranks", default=None, help="rank counts P > 1 to measure (default: 2,4,8,16 up to the core count)")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     cores = os.cpu_count() or 1
     ranks = [int(r) for r in a.ranks.split(",")] if a.ranks else [p for p in (2, 4, 8, 16) if p <= max(cores, 2)]
@@ -89,7 +76,7 @@ def main() -> None:
     speedup: dict[str, float] = {}
     p1_vs_seq: dict[str, float] = {}
     for p in ranks:
-        med = {how: statistics.median(walls[(p, how)]) for how in ("seq", "1", str(p))}
+        med = {how: h.median(walls[(p, how)]) for how in ("seq", "1", str(p))}
         events = {how: last[(p, how)]["events"] for how in med}
         if len(set(events.values())) != 1:
             sys.exit(f"bench_parallel: the {p}-region model executed different event counts: {events}")
@@ -115,11 +102,11 @@ def main() -> None:
     for p in ranks:
         print(f"P={p}: speedup {speedup[str(p)]:.2f}x over P=1 of the same model; "
               f"P=1 runs at {p1_vs_seq[str(p)]:.3f}x the sequential kernel's event rate")
-    print(json.dumps({
+    h.emit({
         "bench": "parallel", "lps": a.lps, "remote": a.remote, "lookahead": a.lookahead, "style": a.style,
         "rounds": a.rounds, "cores": cores, "results": rows, "speedup": speedup, "p1_vs_sequential": p1_vs_seq,
         "speedup_p2": speedup.get("2"),
-    }))
+    })
 
 
 if __name__ == "__main__":

@@ -21,23 +21,17 @@ its last line, one JSON object. Without the trace it says so and prints
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import harness as h
+from scheduler.replay import replay
+from scheduler.swf import read_swf
 
-from simhpc.cli.common import table  # noqa: E402
-from scheduler.replay import replay  # noqa: E402
-from scheduler.swf import read_swf  # noqa: E402
-
-DEFAULT_TRACE = ROOT.parent / "shared" / "traces" / "CTC-SP2-1996-3.1-cln.swf.gz"
+DEFAULT_TRACE = h.ROOT.parent / "shared" / "traces" / "CTC-SP2-1996-3.1-cln.swf.gz"
 GOAL_S = 10.0
 
 
@@ -49,8 +43,8 @@ def measure(trace, order: str, backfill: str, general: bool, repeat: int) -> dic
         sims.append(res.sim_wall_s)
         walls.append(res.wall_s)
     assert res is not None
-    sim = statistics.median(sims)
-    wall = statistics.median(walls)
+    sim = h.median(sims)
+    wall = h.median(walls)
     s = res.summary()
     return {
         "sim_s": sim,
@@ -66,7 +60,7 @@ def measure(trace, order: str, backfill: str, general: bool, repeat: int) -> dic
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = h.parser(__doc__)
     ap.add_argument("--trace", default=os.environ.get("SIMHPC_CTC_TRACE", str(DEFAULT_TRACE)))
     ap.add_argument("--repeat", type=int, default=3, help="runs per configuration (median reported)")
     ap.add_argument("--limit", type=int, default=None, help="replay only the first N jobs")
@@ -75,7 +69,7 @@ def main() -> int:
     path = Path(args.trace)
     if not path.exists():
         print(f"bench_scheduler: skipped: trace {path} is absent (the shared traces live in <repo>/../shared/traces)")
-        print(json.dumps({"benchmark": "scheduler", "skipped": True, "reason": f"trace {path} is absent"}))
+        h.emit({"benchmark": "scheduler", "skipped": True, "reason": f"trace {path} is absent"})
         return 0
     t0 = time.perf_counter()
     trace = read_swf(path, limit=args.limit)
@@ -96,8 +90,8 @@ def main() -> int:
                      round(r["mean_wait"]), round(r["utilization"], 4)])
     print(f"trace {path.name}: {len(trace.jobs)} jobs, {trace.n_nodes} nodes, read in {load_s:.3f} s; "
           f"median of {args.repeat} run(s); python {platform.python_version()} on {platform.machine()}")
-    print(table(rows, ["config", "jobs", "sim s", "replay s", "jobs/s", "events", "passes",
-                       "x fcfs/none", "easy-gen/this", "mean wait s", "util"]))
+    print(h.table(rows, ["config", "jobs", "sim s", "replay s", "jobs/s", "events", "passes",
+                         "x fcfs/none", "easy-gen/this", "mean wait s", "util"]))
     easy = results["fcfs/easy"]
     total_easy = load_s + easy["replay_s"]
     print(f"EASY on the whole trace: {easy['replay_s']:.2f} s replay ({total_easy:.2f} s with reading the trace); "
@@ -120,7 +114,7 @@ def main() -> int:
         "goal_s": GOAL_S,
         "goal_met": total_easy < GOAL_S,
     }
-    print(json.dumps(out))
+    h.emit(out)
     return 0
 
 

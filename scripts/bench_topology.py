@@ -22,10 +22,7 @@ build under 10 s and 2 GiB, routing at least 200,000 pairs/s.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import resource
-import statistics
 import sys
 import time
 import tracemalloc
@@ -33,10 +30,9 @@ from typing import Callable
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-from models.presets import get_machine  # noqa: E402
-from models.topology import Topology  # noqa: E402
+import harness as h
+from models.presets import get_machine
+from models.topology import Topology
 
 MiB = 2.0**20
 BUILD_GOAL_S = 10.0
@@ -111,11 +107,11 @@ def bench_case(name: str, build: Callable[[], Topology], args: argparse.Namespac
         if tuple(links[offsets[i] : offsets[i + 1]].tolist()) != out[i]:
             raise AssertionError(f"{name}: routes() and route() differ for pair {i}")
 
-    med_build = statistics.median(build_times)
-    med_vec = statistics.median(vec_times)
+    med_build = h.median(build_times)
+    med_vec = h.median(vec_times)
     vec_rate = n / med_vec
-    cold_rate = ns / statistics.median(cold)
-    hot_rate = ns / statistics.median(hot)
+    cold_rate = ns / h.median(cold)
+    hot_rate = ns / h.median(hot)
     return {
         "case": name,
         "family": topo.name,
@@ -143,11 +139,10 @@ def bench_case(name: str, build: Callable[[], Topology], args: argparse.Namespac
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = h.parser(__doc__, seed=1)
     ap.add_argument("--pairs", type=int, default=1_000_000, help="random pairs routed by routes() per case")
     ap.add_argument("--scalar-pairs", type=int, default=100_000, help="pairs routed by the scalar route() baseline")
     ap.add_argument("--repeats", type=int, default=3, help="repeats per measurement (medians are reported)")
-    ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
     if args.pairs < 1 or args.scalar_pairs < 1 or args.repeats < 1:
         ap.error("--pairs, --scalar-pairs and --repeats must be >= 1")
@@ -164,11 +159,7 @@ def main(argv: list[str] | None = None) -> int:
          f"{r['routes_peak_bytes'] / MiB:.0f}"]
         for r in results
     ]
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-    print("  ".join("-" * w for w in widths))
-    for row in rows:
-        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+    print(h.table(rows, header, align="l" + "r" * (len(header) - 1)))
     print(f"pairs per case: {args.pairs:,} (routes()), {min(args.scalar_pairs, args.pairs):,} (baseline); "
           f"medians of {args.repeats}; baseline: scalar route() loop")
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -184,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         "all_goals_met": all(r["goal_build_met"] and r["goal_rate_met"] for r in results),
         "cases": results,
     }
-    print(json.dumps(summary))
+    h.emit(summary)
     return 0
 
 

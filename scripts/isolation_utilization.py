@@ -14,27 +14,21 @@ utilization relative to the baseline.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-from models.presets import get_machine  # noqa: E402
-from scheduler.lifecycle import simulate  # noqa: E402
-from scheduler.metrics import job_table, system_metrics  # noqa: E402
-from scheduler.workload import Exponential, LogNormal, PowerOfTwo, SyntheticWorkload, Uniform  # noqa: E402
+import harness as h
+from models.presets import get_machine
+from scheduler.lifecycle import simulate
+from scheduler.metrics import job_table, system_metrics
+from scheduler.workload import Exponential, LogNormal, PowerOfTwo, SyntheticWorkload, Uniform
 
 ALLOCATORS = ("firstfree", "treefit", "t123", "jigsaw")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = h.parser(__doc__, seed=7)
     ap.add_argument("--jobs", type=int, default=2000)
     ap.add_argument("--machine", default="cab")
-    ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
     topo = get_machine(args.machine).topology
     jobs = SyntheticWorkload(
@@ -57,8 +51,8 @@ def main() -> int:
         rows.append({"allocator": name, "utilization": m.utilization, "utilization_ratio": m.utilization / base,
                      "mean_wait_s": m.mean_wait, "wall_s": wall, "passes": res.passes})
         print(f"{name:10s} {m.utilization:11.3f} {m.utilization / base:11.3f} {m.mean_wait / 3600:8.2f} h {wall:7.1f}s")
-    print(json.dumps({"script": "isolation_utilization", "machine": args.machine, "jobs": args.jobs,
-                      "baseline": "firstfree", "cases": rows}))
+    h.emit({"script": "isolation_utilization", "machine": args.machine, "jobs": args.jobs, "baseline": "firstfree",
+            "cases": rows})
     return 0
 
 

@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-import repro_common as rc
+import harness as h
 
 POLICIES = ("fifo0", "firstfit", "closestfit", "largestfit", "dualend")
 BINS = [(1, 1, "1"), (2, 8, "2-8"), (9, 16, "9-16"), (17, 64, "17-64"), (65, 256, "65-256"), (257, 1 << 20, "257+")]
@@ -90,17 +90,16 @@ def run(item):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = rc.parser(__doc__)
+    ap = h.parser(__doc__, scales=True)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    c = rc.comm()
-    sc = rc.scale(args)
-    out = rc.out_dir(args, c)
-    n = SCALES[sc]
-    rc.say(c, f"full: {n} jobs" if sc == "full" else f"{sc}: {n} jobs (full: 20,000); machines of 2,880 nodes: "
-                                                        "HECToR-like 3D torus, dragonfly, 5D torus")
+    c = h.comm()
+    sc, n = h.scaled(args, SCALES)
+    out = h.out_dir(args, c)
+    h.say(c, f"full: {n} jobs" if sc == "full" else f"{sc}: {n} jobs (full: 20,000); machines of 2,880 nodes: "
+                                                       "HECToR-like 3D torus, dragonfly, 5D torus")
     items = [(sc, mname, p) for mname in MACHINES for p in POLICIES]
-    res = dict(zip([(mn, p) for _, mn, p in items], rc.deal(items, run, c)))
+    res = dict(zip([(mn, p) for _, mn, p in items], h.deal(items, run, c)))
     figures: dict = {}
     for mname in MACHINES:
         base = res[(mname, "fifo0")]
@@ -116,31 +115,31 @@ def main(argv: list[str] | None = None) -> int:
                 mind = res[(mname, p)]["bins"][label][1]
                 imp = 100.0 * (b_mind - mind) / b_mind if b_mind > 0 else None
                 row.append(f"{mind:.3f} ({'-' if imp is None else f'{imp:+.1f}%'})")
-                fig_m.setdefault(p, {})[label] = rc.r4(imp)
+                fig_m.setdefault(p, {})[label] = h.r4(imp)
             rows.append(row)
         row = ["all", sum(v[0] for v in base["bins"].values()), f"{base['all']:.3f}"]
         for p in POLICIES[1:]:
             mind = res[(mname, p)]["all"]
             imp = 100.0 * (base["all"] - mind) / base["all"]
             row.append(f"{mind:.3f} ({imp:+.1f}%)")
-            fig_m.setdefault(p, {})["all"] = rc.r4(imp)
+            fig_m.setdefault(p, {})["all"] = h.r4(imp)
         rows.append(row)
         topo = topology(mname)
-        rc.say(c, "", f"{mname} ({topo.name}, {topo.n_nodes} nodes, diameter {topo.diameter}): mean MIND by job size "
-                      f"(router hops); in brackets the improvement over FIFO-0; utilization {base['utilization']:.4f}, "
-                      f"identical schedules: {'yes' if same else 'NO'}",
-               rc.table(rows, ["nodes", "jobs", "fifo0", *POLICIES[1:]]))
-        figures[mname] = {"improvement_pct": fig_m, "fifo0_mind": {k: rc.r4(v[1]) for k, v in base["bins"].items()},
-                          "identical_schedules": same, "utilization": rc.r4(base["utilization"])}
-    if rc.rank(c) == 0:
+        h.say(c, "", f"{mname} ({topo.name}, {topo.n_nodes} nodes, diameter {topo.diameter}): mean MIND by job size "
+                     f"(router hops); in brackets the improvement over FIFO-0; utilization {base['utilization']:.4f}, "
+                     f"identical schedules: {'yes' if same else 'NO'}",
+              h.table(rows, ["nodes", "jobs", "fifo0", *POLICIES[1:]]))
+        figures[mname] = {"improvement_pct": fig_m, "fifo0_mind": {k: h.r4(v[1]) for k, v in base["bins"].items()},
+                          "identical_schedules": same, "utilization": h.r4(base["utilization"])}
+    if h.rank(c) == 0:
         _plot(figures, out / f"albing_{sc}.png")
-        rc.say(c, f"figure: {out / f'albing_{sc}.png'}")
-    rc.finish(c, {"script": "repro_albing", "scale": sc, "jobs": n, "baseline": "fifo0", "machines": figures}, t0)
+        h.say(c, f"figure: {out / f'albing_{sc}.png'}")
+    h.finish(c, {"script": "repro_albing", "scale": sc, "jobs": n, "baseline": "fifo0", "machines": figures}, t0)
     return 0
 
 
 def _plot(figures, path):
-    plt = rc.plt()
+    plt = h.plt()
     fig, axes = plt.subplots(1, len(figures), figsize=(5 * len(figures), 4), sharey=True)
     for ax, (mname, f) in zip(np.atleast_1d(axes), figures.items()):
         labels = [b[2] for b in BINS if b[2] in f["fifo0_mind"] and b[2] != "1"]

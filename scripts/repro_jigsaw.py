@@ -23,7 +23,7 @@ import math
 import sys
 import time
 
-import repro_common as rc
+import harness as h
 
 ALLOCATORS = ("firstfree", "t123", "jigsaw")
 SCALES = {"full": ((16, 20, 24, 28), 10000), "reduced": ((16, 20, 24), 3000), "tiny": ((8,), 200)}
@@ -63,18 +63,17 @@ def run(item):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = rc.parser(__doc__)
+    ap = h.parser(__doc__, scales=True)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    c = rc.comm()
-    sc = rc.scale(args)
-    out = rc.out_dir(args, c)
-    radii, n_jobs = SCALES[sc]
+    c = h.comm()
+    sc, (radii, n_jobs) = h.scaled(args, SCALES)
+    out = h.out_dir(args, c)
     sizes = ", ".join(f"radix {r} ({topology(r).n_nodes:,} nodes)" for r in radii)
-    rc.say(c, f"full: {sizes}, {n_jobs} jobs each" if sc == "full" else
-           f"{sc}: {sizes}, {n_jobs} jobs each (full: radix 16-28, 1,024-5,488 nodes, 10,000 jobs)")
+    h.say(c, f"full: {sizes}, {n_jobs} jobs each" if sc == "full" else
+          f"{sc}: {sizes}, {n_jobs} jobs each (full: radix 16-28, 1,024-5,488 nodes, 10,000 jobs)")
     items = [(sc, r, a) for r in radii for a in ALLOCATORS]
-    res = dict(zip([(r, a) for _, r, a in items], rc.deal(items, run, c)))
+    res = dict(zip([(r, a) for _, r, a in items], h.deal(items, run, c)))
     rows, figures = [], {}
     for r in radii:
         n = topology(r).n_nodes
@@ -83,22 +82,22 @@ def main(argv: list[str] | None = None) -> int:
             x = res[(r, a)]
             rows.append([f"{n:,}", a, f"{x['utilization']:.4f}", f"{x['utilization'] / base['utilization']:.3f}",
                          f"{x['mean_wait'] / 3600:.2f}", f"{x['bsld']:.1f}", x["rejected"], f"{x['wall_s']:.1f}"])
-            figures.setdefault(str(n), {})[a] = {"utilization": rc.r4(x["utilization"]),
-                                                 "vs_firstfree": rc.r4(x["utilization"] / base["utilization"]),
-                                                 "mean_wait_h": rc.r4(x["mean_wait"] / 3600), "bsld": rc.r4(x["bsld"])}
-    rc.say(c, "", f"FCFS + EASY, offered load {LOAD}: utilization (and relative to firstfree, the unconstrained baseline)",
-           rc.table(rows, ["nodes", "allocator", "utilization", "x firstfree", "mean wait (h)", "mean bsld", "rejected",
-                           "replay (s)"]))
-    if rc.rank(c) == 0:
+            figures.setdefault(str(n), {})[a] = {"utilization": h.r4(x["utilization"]),
+                                                 "vs_firstfree": h.r4(x["utilization"] / base["utilization"]),
+                                                 "mean_wait_h": h.r4(x["mean_wait"] / 3600), "bsld": h.r4(x["bsld"])}
+    h.say(c, "", f"FCFS + EASY, offered load {LOAD}: utilization (and relative to firstfree, the unconstrained baseline)",
+          h.table(rows, ["nodes", "allocator", "utilization", "x firstfree", "mean wait (h)", "mean bsld", "rejected",
+                         "replay (s)"]))
+    if h.rank(c) == 0:
         _plot(figures, out / f"jigsaw_{sc}.png")
-        rc.say(c, f"figure: {out / f'jigsaw_{sc}.png'}")
-    rc.finish(c, {"script": "repro_jigsaw", "scale": sc, "jobs": n_jobs, "baseline": "firstfree", "machines": figures},
-              t0)
+        h.say(c, f"figure: {out / f'jigsaw_{sc}.png'}")
+    h.finish(c, {"script": "repro_jigsaw", "scale": sc, "jobs": n_jobs, "baseline": "firstfree", "machines": figures},
+             t0)
     return 0
 
 
 def _plot(figures, path):
-    plt = rc.plt()
+    plt = h.plt()
     fig, ax = plt.subplots(figsize=(6, 4))
     xs = sorted(figures, key=int)
     for a in ALLOCATORS:

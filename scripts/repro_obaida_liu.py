@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 import time
 
-import repro_common as rc
+import harness as h
 
 SCALES = {
     #        torus dims    ranks  iters  seeds
@@ -53,21 +53,20 @@ def build(scale: str, seeds: int | None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = rc.parser(__doc__)
+    ap = h.parser(__doc__, scales=True)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    c = rc.comm()
-    sc = rc.scale(args)
-    out = rc.out_dir(args, c)
+    c = h.comm()
+    sc, (dims, ranks, iters, _) = h.scaled(args, SCALES)
+    out = h.out_dir(args, c)
     study = build(sc, args.seeds)
     m = study.build_machine()
-    dims, ranks, iters, _ = SCALES[sc]
     what = (f"{m.name} torus {'x'.join(map(str, dims))} x 2 nodes = {m.n_nodes} nodes, jobs of {ranks} ranks "
             f"(1 per node), {iters} iterations, {len(study.seeds)} seed(s), k = {list(study.k)}")
     if sc == "full":
-        rc.say(c, f"full: {what}")
+        h.say(c, f"full: {what}")
     else:
-        rc.say(c, f"{sc}: {what} (published: Cielo 16x12x24 x 2 = 9,216 nodes, jobs of 1,024 ranks)")
+        h.say(c, f"{sc}: {what} (published: Cielo 16x12x24 x 2 = 9,216 nodes, jobs of 1,024 ranks)")
     from simhpc.studies import run_study, write_study
 
     res = run_study(study, comm=c)
@@ -80,26 +79,26 @@ def main(argv: list[str] | None = None) -> int:
                            f"{r['runtime']['max'] * 1e6:.1f}", f"{r['alone']['median'] * 1e6:.1f}",
                            f"{r['ideal']['median'] * 1e6:.1f}", f"{r['slowdown']['median']:.3f}", f"{med / base:.3f}",
                            f"{r['max_util']['median']:.3f}"])
-        series.append({"jobs": r["k"] + 1, "runtime_us": rc.r4(med * 1e6), "min_us": rc.r4(r["runtime"]["min"] * 1e6),
-                       "max_us": rc.r4(r["runtime"]["max"] * 1e6), "alone_us": rc.r4(r["alone"]["median"] * 1e6),
-                       "ideal_us": rc.r4(r["ideal"]["median"] * 1e6), "slowdown": rc.r4(r["slowdown"]["median"]),
-                       "vs_one_job": rc.r4(med / base)})
-    rc.say(c, "", f"even-odd foreground ({ranks} ranks) among identical jobs, random placement; runtimes in us, "
-                  "medians over seeds (baselines: the same job alone on its nodes, and on the ideal network)",
-           rc.table(table_rows, ["jobs", "ok/runs", "runtime", "min", "max", "alone", "ideal", "slowdown",
-                                 "x 1 job", "max link util"]))
-    if rc.rank(c) == 0:
+        series.append({"jobs": r["k"] + 1, "runtime_us": h.r4(med * 1e6), "min_us": h.r4(r["runtime"]["min"] * 1e6),
+                       "max_us": h.r4(r["runtime"]["max"] * 1e6), "alone_us": h.r4(r["alone"]["median"] * 1e6),
+                       "ideal_us": h.r4(r["ideal"]["median"] * 1e6), "slowdown": h.r4(r["slowdown"]["median"]),
+                       "vs_one_job": h.r4(med / base)})
+    h.say(c, "", f"even-odd foreground ({ranks} ranks) among identical jobs, random placement; runtimes in us, "
+                 "medians over seeds (baselines: the same job alone on its nodes, and on the ideal network)",
+          h.table(table_rows, ["jobs", "ok/runs", "runtime", "min", "max", "alone", "ideal", "slowdown",
+                               "x 1 job", "max link util"]))
+    if h.rank(c) == 0:
         write_study(res, out / f"obaida_liu_{sc}.h5")
         _plot(res, series, out / f"obaida_liu_{sc}.png", m.name, ranks)
-        rc.say(c, f"figure: {out / f'obaida_liu_{sc}.png'}, results: {out / f'obaida_liu_{sc}.h5'}")
-    rc.finish(c, {"script": "repro_obaida_liu", "scale": sc, "machine": m.name, "nodes": m.n_nodes, "ranks": ranks,
-                  "baseline": "one job (the foreground alone) and the ideal network", "series": series,
-                  "runtime_9_vs_1": series[-1]["vs_one_job"]}, t0)
+        h.say(c, f"figure: {out / f'obaida_liu_{sc}.png'}, results: {out / f'obaida_liu_{sc}.h5'}")
+    h.finish(c, {"script": "repro_obaida_liu", "scale": sc, "machine": m.name, "nodes": m.n_nodes, "ranks": ranks,
+                 "baseline": "one job (the foreground alone) and the ideal network", "series": series,
+                 "runtime_9_vs_1": series[-1]["vs_one_job"]}, t0)
     return 0
 
 
 def _plot(res, series, path, machine, ranks):
-    plt = rc.plt()
+    plt = h.plt()
     x = [s["jobs"] for s in series]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(x, [s["runtime_us"] for s in series], "-o", color="tab:red", label="with the other jobs (median)")

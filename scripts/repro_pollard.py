@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-import repro_common as rc
+import harness as h
 
 PATTERNS = {
     "stencil3d": {"face_bytes": "64KiB"},
@@ -87,7 +87,7 @@ def cluster_jobs(scale: str, n_nodes: int):
     from scheduler.workload import Exponential, LogNormal, PowerOfTwo, SyntheticWorkload, Uniform
 
     limit = SCALES[scale][4]
-    d = rc.traces_dir()
+    d = h.traces_dir()
     path = d / "CTC-SP2-1996-3.1-cln.swf.gz" if d is not None else None
     if path is not None and path.exists():
         tr = read_swf(path, limit=limit)
@@ -120,25 +120,24 @@ def cluster_run(item):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = rc.parser(__doc__)
+    ap = h.parser(__doc__, scales=True)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    c = rc.comm()
-    sc = rc.scale(args)
-    out = rc.out_dir(args, c)
+    c = h.comm()
+    sc, (radix, iters, n_seeds, k, limit) = h.scaled(args, SCALES)
+    out = h.out_dir(args, c)
     m = machine(sc)
-    radix, iters, n_seeds, k, limit = SCALES[sc]
     seeds = args.seeds or n_seeds
     fg_ranks = max(2, int(round(FG_FRACTION * m.n_nodes)))
     what = (f"{m.name} ({m.n_nodes} nodes), foreground {fg_ranks} ranks ({FG_FRACTION:.0%}), {k} background jobs of "
             f"{BG_FRACTION[0]:.0%}-{BG_FRACTION[1]:.0%}, {iters} iterations, {seeds} seed(s); cluster view: Cab, "
             f"{'whole trace' if limit is None else f'{limit} jobs'}")
-    rc.say(c, f"full: {what}" if sc == "full" else
-           f"{sc}: {what} (published: radix-44 tree, 10,648 nodes; Cab with the production workload)")
+    h.say(c, f"full: {what}" if sc == "full" else
+          f"{sc}: {what} (published: radix-44 tree, 10,648 nodes; Cab with the production workload)")
 
     # ---- network view
     items = [(sc, a, p, s) for p in PATTERNS for a in ALLOCATORS for s in range(seeds)]
-    res = dict(zip([(a, p, s) for _, a, p, s in items], rc.deal(items, network_run, c)))
+    res = dict(zip([(a, p, s) for _, a, p, s in items], h.deal(items, network_run, c)))
     rows, per_pattern = [], {}
     for p in PATTERNS:
         pairs = [(res[("random", p, s)], res[("t123", p, s)]) for s in range(seeds)]
@@ -157,52 +156,52 @@ def main(argv: list[str] | None = None) -> int:
         rows.append([p, f"{np.median(rr) * 1e6:.1f}", f"{np.median(rt) * 1e6:.1f}", f"{np.mean(speed):.3f}",
                      f"{np.median(sl_r):.3f}", f"{np.median(sl_t):.3f}", f"{np.median(alone):.3f}",
                      f"{len(ok)}/{seeds}"])
-        per_pattern[p] = {"speedup": rc.r4(np.mean(speed)), "runtime_random_us": rc.r4(np.median(rr) * 1e6),
-                          "runtime_t123_us": rc.r4(np.median(rt) * 1e6), "slowdown_random": rc.r4(np.median(sl_r)),
-                          "slowdown_t123": rc.r4(np.median(sl_t)), "alone_ratio": rc.r4(np.median(alone)),
+        per_pattern[p] = {"speedup": h.r4(np.mean(speed)), "runtime_random_us": h.r4(np.median(rr) * 1e6),
+                          "runtime_t123_us": h.r4(np.median(rt) * 1e6), "slowdown_random": h.r4(np.median(sl_r)),
+                          "slowdown_t123": h.r4(np.median(sl_t)), "alone_ratio": h.r4(np.median(alone)),
                           "pairs": len(ok), "not_ok": unplaced}
-    rc.say(c, "", "network view: foreground runtime (us, median over seeds), random vs t123 placement of all jobs",
-           rc.table(rows, ["pattern", "random", "t123", "speedup (mean)", "slowdown random", "slowdown t123",
-                           "alone random/t123", "seeds ok"]))
+    h.say(c, "", "network view: foreground runtime (us, median over seeds), random vs t123 placement of all jobs",
+          h.table(rows, ["pattern", "random", "t123", "speedup (mean)", "slowdown random", "slowdown t123",
+                         "alone random/t123", "seeds ok"]))
     bad = [f"  {a} {p} seed {s}: {r['status']}: {r['reason']}" for (a, p, s), r in res.items() if r["status"] != "ok"]
     if bad:
-        rc.say(c, "runs not ok (left out of the speedups):", *bad)
+        h.say(c, "runs not ok (left out of the speedups):", *bad)
 
     # ---- cluster view
     jobs, desc = cluster_jobs(sc, 1296)
-    cl = rc.deal([(sc, a) for a in ALLOCATORS], cluster_run, c)
+    cl = h.deal([(sc, a) for a in ALLOCATORS], cluster_run, c)
     rows = [[x["allocator"], f"{x['utilization']:.4f}", f"{x['makespan'] / 86400:.2f}", f"{x['mean_wait'] / 3600:.3f}",
              f"{x['mean_bounded_slowdown']:.2f}", f"{x['placement']['all']['mean_aph']:.3f}", f"{x['wall_s']:.1f}"]
             for x in cl]
-    rc.say(c, "", f"cluster view: Cab (1,296 nodes), {desc}, FCFS + EASY",
-           rc.table(rows, ["allocator", "utilization", "makespan (d)", "mean wait (h)", "mean bsld", "mean APH",
-                           "replay (s)"]))
+    h.say(c, "", f"cluster view: Cab (1,296 nodes), {desc}, FCFS + EASY",
+          h.table(rows, ["allocator", "utilization", "makespan (d)", "mean wait (h)", "mean bsld", "mean APH",
+                         "replay (s)"]))
     bins = [b["nodes"] for b in cl[0]["placement"]["bins"]]
     aph = {x["allocator"]: {b["nodes"]: b["mean_aph"] for b in x["placement"]["bins"]} for x in cl}
     jobs_in = {b["nodes"]: b["jobs"] for b in cl[0]["placement"]["bins"]}
     rows = [[b, jobs_in[b], f"{aph['random'].get(b, float('nan')):.3f}", f"{aph['t123'].get(b, float('nan')):.3f}"]
             for b in bins]
-    rc.say(c, "", "APH (average pairwise switch hops) by job size (nodes)", rc.table(rows, ["nodes", "jobs", "random", "t123"]))
-    if rc.rank(c) == 0:
+    h.say(c, "", "APH (average pairwise switch hops) by job size (nodes)", h.table(rows, ["nodes", "jobs", "random", "t123"]))
+    if h.rank(c) == 0:
         _plot(per_pattern, cl, out / f"pollard_{sc}.png", m.name)
-        rc.say(c, f"figure: {out / f'pollard_{sc}.png'}")
+        h.say(c, f"figure: {out / f'pollard_{sc}.png'}")
     util = {x["allocator"]: x["utilization"] for x in cl}
-    rc.finish(c, {
+    h.finish(c, {
         "script": "repro_pollard", "scale": sc, "machine": m.name, "nodes": m.n_nodes, "baseline": "random",
         "speedup_t123_over_random": {p: v["speedup"] for p, v in per_pattern.items()}, "patterns": per_pattern,
-        "cluster": {"workload": desc, **{x["allocator"]: {"utilization": rc.r4(x["utilization"]),
+        "cluster": {"workload": desc, **{x["allocator"]: {"utilization": h.r4(x["utilization"]),
                                                           "makespan_s": x["makespan"],
-                                                          "mean_wait_s": rc.r4(x["mean_wait"]),
-                                                          "mean_aph": rc.r4(x["placement"]["all"]["mean_aph"])}
+                                                          "mean_wait_s": h.r4(x["mean_wait"]),
+                                                          "mean_aph": h.r4(x["placement"]["all"]["mean_aph"])}
                                          for x in cl},
-                    "utilization_t123_over_random": rc.r4(util["t123"] / util["random"])},
+                    "utilization_t123_over_random": h.r4(util["t123"] / util["random"])},
         "aph_by_size": aph,
     }, t0)
     return 0
 
 
 def _plot(per_pattern, cl, path, name):
-    plt = rc.plt()
+    plt = h.plt()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
     pats = list(per_pattern)
     sp = [per_pattern[p]["speedup"] or np.nan for p in pats]

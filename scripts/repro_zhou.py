@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-import repro_common as rc
+import harness as h
 
 # Partitions in midplanes (Mira's midplane grid is 2x3x4x4x1 of 4x4x4x4x2 routers); all span A.
 PARTITIONS = {
@@ -161,19 +161,18 @@ def schedule_run(item):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = rc.parser(__doc__)
+    ap = h.parser(__doc__, scales=True)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    c = rc.comm()
-    sc = rc.scale(args)
-    out = rc.out_dir(args, c)
-    sizes, iters, chunk, n_jobs = SCALES[sc]
+    c = h.comm()
+    sc, (sizes, iters, chunk, n_jobs) = h.scaled(args, SCALES)
+    out = h.out_dir(args, c)
     what = (f"partitions of {', '.join(f'{s:,}' for s in sizes)} nodes of Mira's 5D torus, all-to-all x {iters[0]} "
             f"and halo x {iters[1]} iterations, {chunk} chunks; scheduling: Mira (49,152 nodes), {n_jobs} jobs")
-    rc.say(c, f"full: {what}" if sc == "full" else f"{sc}: {what} (full: 1K-16K-node partitions, 10,000 jobs)")
+    h.say(c, f"full: {what}" if sc == "full" else f"{sc}: {what} (full: 1K-16K-node partitions, 10,000 jobs)")
 
     items = [(sc, s, a, k) for s in sizes for a in APPS for k in KINDS]
-    res = dict(zip([(s, a, k) for _, s, a, k in items], rc.deal(items, network_run, c)))
+    res = dict(zip([(s, a, k) for _, s, a, k in items], h.deal(items, network_run, c)))
     rows, slow = [], {}
     for s in sizes:
         blocks = PARTITIONS[s]
@@ -182,14 +181,14 @@ def main(argv: list[str] | None = None) -> int:
             t = res[(s, a, "torus")]["runtime"]
             me = res[(s, a, "mesh")]["runtime"]
             cf = res[(s, a, "contention-free")]["runtime"]
-            slow[f"{a}@{s}"] = {"torus_us": rc.r4(t * 1e6), "mesh_slowdown": rc.r4(me / t), "cf_slowdown": rc.r4(cf / t)}
+            slow[f"{a}@{s}"] = {"torus_us": h.r4(t * 1e6), "mesh_slowdown": h.r4(me / t), "cf_slowdown": h.r4(cf / t)}
             rows.append([f"{s:,}", shape, a, f"{t * 1e6:.1f}", f"{me * 1e6:.1f}", f"{me / t:.3f}", f"{cf * 1e6:.1f}",
                          f"{cf / t:.3f}"])
-    rc.say(c, "", "network view: runtime alone on a partition (us); slowdown against the torus partition "
-                  "(mesh wraps only one-midplane dimensions, contention-free also the spanned dimension A)",
-           rc.table(rows, ["nodes", "routers", "app", "torus", "mesh", "mesh/torus", "contention-free", "cf/torus"]))
+    h.say(c, "", "network view: runtime alone on a partition (us); slowdown against the torus partition "
+                 "(mesh wraps only one-midplane dimensions, contention-free also the spanned dimension A)",
+          h.table(rows, ["nodes", "routers", "app", "torus", "mesh", "mesh/torus", "contention-free", "cf/torus"]))
     factor = max(1.0, slow[f"alltoall@{sizes[-1]}"]["mesh_slowdown"])
-    sched = rc.deal([(sc, p, factor) for p in POLICIES], schedule_run, c)
+    sched = h.deal([(sc, p, factor) for p in POLICIES], schedule_run, c)
     base = sched[0]
     rows = []
     for x in sched:
@@ -197,25 +196,25 @@ def main(argv: list[str] | None = None) -> int:
         rows.append([x["policy"], f"{x['utilization']:.4f}", f"{x['utilization'] / base['utilization']:.3f}",
                      f"{x['mean_wait'] / 3600:.2f}", f"{x['mean_wait'] / base['mean_wait']:.3f}",
                      f"{x['loss_of_capacity']:.4f}", f"{x['mean_bounded_slowdown']:.2f}", x["slowed"], x["killed"], kinds])
-    rc.say(c, "", f"scheduling view: Mira, {n_jobs} synthetic jobs ({SENSITIVE:.0%} communication-sensitive), FCFS + EASY; "
-                  f"a sensitive job on a partition with a mesh dimension runs x{factor:.3f} longer",
-           rc.table(rows, ["policy", "utilization", "x native", "mean wait (h)", "x native", "loss of capacity",
-                           "mean bsld", "slowed", "killed", "partitions"]))
-    if rc.rank(c) == 0:
+    h.say(c, "", f"scheduling view: Mira, {n_jobs} synthetic jobs ({SENSITIVE:.0%} communication-sensitive), FCFS + EASY; "
+                 f"a sensitive job on a partition with a mesh dimension runs x{factor:.3f} longer",
+          h.table(rows, ["policy", "utilization", "x native", "mean wait (h)", "x native", "loss of capacity",
+                         "mean bsld", "slowed", "killed", "partitions"]))
+    if h.rank(c) == 0:
         _plot(slow, sched, sizes, out / f"zhou_{sc}.png")
-        rc.say(c, f"figure: {out / f'zhou_{sc}.png'}")
-    rc.finish(c, {
+        h.say(c, f"figure: {out / f'zhou_{sc}.png'}")
+    h.finish(c, {
         "script": "repro_zhou", "scale": sc, "baseline": "torus partitions / bgq-native", "slowdowns": slow,
-        "mesh_penalty_factor": rc.r4(factor),
-        "scheduling": {x["policy"]: {"utilization": rc.r4(x["utilization"]), "mean_wait_s": rc.r4(x["mean_wait"]),
-                                     "loss_of_capacity": rc.r4(x["loss_of_capacity"]), "slowed": x["slowed"],
+        "mesh_penalty_factor": h.r4(factor),
+        "scheduling": {x["policy"]: {"utilization": h.r4(x["utilization"]), "mean_wait_s": h.r4(x["mean_wait"]),
+                                     "loss_of_capacity": h.r4(x["loss_of_capacity"]), "slowed": x["slowed"],
                                      "killed": x["killed"]} for x in sched},
     }, t0)
     return 0
 
 
 def _plot(slow, sched, sizes, path):
-    plt = rc.plt()
+    plt = h.plt()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
     w = 0.2
     labels = list(slow)

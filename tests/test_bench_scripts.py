@@ -7,6 +7,7 @@ These check that the scripts work and that what they compare is the same simulat
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -52,3 +53,51 @@ def test_bench_kernel_runs_every_implementation_on_a_tiny_model():
     assert set(rates) == set(impls.split(","))
     assert set(res["ratios"]) == {"pdes-process/bare-greenlet", "pdes-service/bare-callback"}
     assert all(v["50"] > 0 for v in rates.values())
+
+
+# ------------------------------------------------------------------- the shared harness
+def test_every_script_opens_with_the_harness():
+    import ast
+
+    scripts = sorted(p for p in SCRIPTS.glob("*.py") if p.name != "harness.py")
+    assert len(scripts) >= 13
+    for path in scripts:
+        tree = ast.parse(path.read_text())
+        imported = {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+        assert "harness" in imported, f"{path.name} does not import the harness"
+        # The harness alone puts the repository root on sys.path.
+        assert "sys.path.insert" not in path.read_text(), path.name
+
+
+def test_harness_scale_table_and_figures(monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    import harness as h
+
+    ap = h.parser("Title.\n\nMore.", scales=True, rounds=3, seed=1)
+    table = {"full": 3, "reduced": 2, "tiny": 1}
+    assert h.scaled(ap.parse_args([]), table) == ("reduced", 2)
+    assert h.scaled(ap.parse_args(["--tiny"]), table) == ("tiny", 1)
+    assert h.scaled(ap.parse_args(["--full", "--rounds", "5"]), table) == ("full", 3)
+    with pytest.raises(KeyError, match="tiny"):
+        h.scaled(ap.parse_args([]), {"full": 3, "reduced": 2})
+    assert h.median([3.0, 1.0, 2.0, 10.0]) == 2.5 and h.ratio(3.0, 2.0) == 1.5 and math.isnan(h.ratio(1.0, 0.0))
+    assert h.r4(1 / 3) == 0.3333 and h.r4(float("nan")) is None and h.r4("x") == "x"
+    assert h.table([["a", "1,000"]], ["name", "n"], align="lr").splitlines() == ["name  n    ", "----  -----", "a     1,000"]
+
+
+TINY = {
+    "bench_allocators.py": ["--probes", "10"],
+    "bench_apps.py": ["--ranks", "64", "--rounds", "1", "--no-parallel"],
+    "bench_network.py": ["--rounds", "1", "--no-mpi"],
+    "bench_scheduler.py": ["--limit", "500", "--repeat", "1"],
+    "bench_topology.py": ["--pairs", "2000", "--scalar-pairs", "500", "--repeats", "1"],
+    "isolation_utilization.py": ["--jobs", "100"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_tiny_run_ends_with_one_json_line(name):
+    text, res = _run(str(SCRIPTS / name), *TINY[name])
+    lines = text.strip().splitlines()
+    assert len(lines) > 1 and isinstance(res, dict) and res
+    assert sum(line.lstrip().startswith("{") for line in lines) == 1  # the JSON object is the last line only

@@ -1,0 +1,232 @@
+"""The shared opening and closing of every script in ``scripts/`` (benchmarks and reproductions).
+
+Importing this module puts the repository root on ``sys.path`` (the packages sit there), so
+a script runs from a checkout as ``python scripts/X.py`` without being installed. It holds:
+
+* ``parser``: the argument parser, described by the script's docstring; with ``scales=True``
+  the reproductions' options ``--full`` / ``--tiny`` (default: the reduced scale), ``--out``
+  and ``--seeds``; ``rounds=`` and ``seed=`` add the benchmarks' ``--rounds`` and ``--seed``;
+* the scale table: ``SCALES`` names the three scales, ``scaled`` picks a script's
+  parameters for the scale its arguments ask for;
+* ``median``, ``ratio`` and ``r4`` for the figures; ``table`` for the text tables;
+* ``emit`` (one JSON object, the last line of output) and ``finish`` (the same, with the
+  script's wall time); ``last_json`` and ``run_json`` read that line back from a child run;
+* MPI: ``comm``, ``rank``, ``say`` (print on rank 0), ``deal`` (spread independent runs over
+  the ranks), ``find_mpirun`` / ``require_mpirun``;
+* ``traces_dir``, ``out_dir`` and ``plt`` (matplotlib without a display).
+
+Reproduction scripts run at one of three scales: ``--full`` (the published size; meant for a
+cluster, ``mpirun -n 64 python scripts/repro_X.py --full``), the default *reduced* scale
+(the same experiment, smaller, a few minutes on a laptop) and ``--tiny`` (seconds, for the
+tests). Each prints which scale it ran and what was reduced, one or more tables, and as its
+last line one JSON object with its figures; its figure goes to ``--out DIR`` (default
+``results/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+#: The reproduction scales, largest first.
+SCALES = ("full", "reduced", "tiny")
+
+T = TypeVar("T")
+
+
+# ---------------------------------------------------------------------------- arguments
+def parser(doc: str, *, scales: bool = False, rounds: int | None = None, seed: int | None = None,
+           rounds_help: str | None = None) -> argparse.ArgumentParser:
+    """The script's argument parser, described by the first paragraph of ``doc``.
+
+    ``scales=True`` adds ``--full`` / ``--tiny`` (exclusive), ``--out`` and ``--seeds`` and
+    shows the rest of ``doc`` below the options; ``rounds`` and ``seed`` add ``--rounds`` and
+    ``--seed`` with those defaults."""
+    paragraphs = doc.strip().split("\n\n")
+    if scales:
+        ap = argparse.ArgumentParser(description=paragraphs[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="\n\n".join(paragraphs[1:]))
+        g = ap.add_mutually_exclusive_group()
+        g.add_argument("--full", action="store_true", help="the published scale (use a cluster: mpirun -n 64 ...)")
+        g.add_argument("--tiny", action="store_true", help="a seconds-long smoke run (for tests)")
+        ap.add_argument("--out", default="results", help="folder for the figure (default: results/)")
+        ap.add_argument("--seeds", type=int, default=None, help="seeds per configuration (default: by scale)")
+    else:
+        ap = argparse.ArgumentParser(description=paragraphs[0])
+    if rounds is not None:
+        ap.add_argument("--rounds", type=int, default=rounds, help=rounds_help)
+    if seed is not None:
+        ap.add_argument("--seed", type=int, default=seed)
+    return ap
+
+
+def scale(args: argparse.Namespace) -> str:
+    """The scale the arguments ask for: ``full``, ``tiny`` or (by default) ``reduced``."""
+    return "full" if args.full else ("tiny" if args.tiny else "reduced")
+
+
+def scaled(args: argparse.Namespace, table: Mapping[str, T]) -> tuple[str, T]:
+    """``(scale name, the script's parameters at that scale)`` from its scale table, which
+    must name every scale of ``SCALES``."""
+    missing = [s for s in SCALES if s not in table]
+    if missing:
+        raise KeyError(f"the scale table has no {', '.join(missing)}")
+    name = scale(args)
+    return name, table[name]
+
+
+# ------------------------------------------------------------------------------ figures
+def median(xs: Iterable[float]) -> float:
+    """The median (the mean of the middle two for an even count)."""
+    return statistics.median(xs)
+
+
+def ratio(a: float, b: float) -> float:
+    """``a / b``; NaN where ``b`` is zero."""
+    return a / b if b else float("nan")
+
+
+def r4(x: Any) -> Any:
+    """Round a figure to 4 decimals for the JSON line (None and non-finite numbers give None;
+    what is not a number stays as it is)."""
+    if x is None:
+        return None
+    try:
+        return None if not math.isfinite(float(x)) else round(float(x), 4)
+    except (TypeError, ValueError):
+        return x
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], *, align: str | None = None) -> str:
+    """A plain aligned text table: two spaces between columns, a rule under the headers.
+
+    ``align`` gives one letter per column, ``l`` or ``r``; without it numbers are
+    right-aligned and the rest left-aligned (floats shown with 4 significant digits)."""
+    if align is None:
+        from simhpc.cli.common import table as _table
+
+        return _table(rows, headers)
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)), "  ".join("-" * w for w in widths)]
+    for r in cells:
+        out.append("  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(r, widths, align)))
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------- JSON line
+def emit(figures: Mapping[str, Any], c: Any = None) -> None:
+    """Print the last line: one JSON object with the script's figures (rank 0 only)."""
+    if rank(c) == 0:
+        print(json.dumps(figures, default=_default))
+
+
+def finish(c: Any, figures: dict[str, Any], t0: float) -> None:
+    """``emit`` the figures with ``wall_s``, the seconds since ``t0`` (``time.perf_counter``)."""
+    figures["wall_s"] = round(time.perf_counter() - t0, 2)
+    emit(figures, c)
+
+
+def last_json(text: str) -> dict:
+    """The JSON object on the last line of a script's output."""
+    return json.loads(text.strip().splitlines()[-1])
+
+
+def run_json(cmd: Sequence[str], *, script: str, timeout: float | None = 3600) -> dict:
+    """Run ``cmd`` and return the JSON object on the last line of its output; a failure ends
+    this script with the command and its error output."""
+    out = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        sys.exit(f"{script}: {' '.join(cmd)} failed:\n{out.stderr}")
+    return last_json(out.stdout)
+
+
+def _default(o: Any) -> Any:
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+# ---------------------------------------------------------------------------------- MPI
+def comm() -> Any:
+    """MPI's world communicator under mpirun (more than one rank), else None."""
+    from pdes.parallel import world_comm
+
+    return world_comm()
+
+
+def rank(c: Any) -> int:
+    """This process's rank in ``c`` (0 without MPI)."""
+    return c.rank if c is not None else 0
+
+
+def say(c: Any, *lines: str) -> None:
+    """Print on rank 0 only."""
+    if rank(c) == 0:
+        for line in lines:
+            print(line, flush=True)
+
+
+def deal(items: Sequence[Any], fn: Callable[[Any], Any], c: Any) -> list[Any]:
+    """``[fn(x) for x in items]``, the items dealt out over the MPI ranks (every rank gets
+    the whole list back, in order). Each ``fn`` call must be sequential and deterministic."""
+    if c is None or c.size == 1:
+        return [fn(x) for x in items]
+    mine = [(i, fn(x)) for i, x in enumerate(items) if i % c.size == c.rank]
+    got = dict(p for part in c.allgather(mine) for p in part)
+    return [got[i] for i in range(len(items))]
+
+
+def find_mpirun() -> str | None:
+    """The mpirun next to this Python (a virtual environment's), else the one on PATH, else None."""
+    return shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
+
+
+def require_mpirun(script: str) -> str:
+    """``find_mpirun()``, or end the script saying how to install it."""
+    exe = find_mpirun()
+    if exe is None:
+        sys.exit(f"{script}: mpirun not found; pip install '.[mpi]'")
+    return exe
+
+
+# -------------------------------------------------------------------------- files, plots
+def traces_dir() -> Path | None:
+    """The shared traces (``$SIMHPC_TRACES`` or ``<repo>/../shared/traces``), None if absent."""
+    p = Path(os.environ.get("SIMHPC_TRACES") or ROOT.parent / "shared" / "traces")
+    return p if p.is_dir() else None
+
+
+def out_dir(args: argparse.Namespace, c: Any) -> Path:
+    """The ``--out`` folder, created by rank 0."""
+    p = Path(args.out)
+    if rank(c) == 0:
+        p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def plt() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as p
+
+    return p
