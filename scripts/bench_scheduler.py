@@ -21,7 +21,6 @@ its last line, one JSON object. Without the trace it says so and prints
 
 from __future__ import annotations
 
-import os
 import platform
 import sys
 import time
@@ -30,8 +29,9 @@ from pathlib import Path
 import harness as h
 from scheduler.replay import replay
 from scheduler.swf import read_swf
+from simhpc.traces import trace_path
 
-DEFAULT_TRACE = h.ROOT.parent / "shared" / "traces" / "CTC-SP2-1996-3.1-cln.swf.gz"
+DEFAULT_TRACE = trace_path("CTC-SP2-1996-3.1-cln.swf.gz")
 GOAL_S = 10.0
 
 
@@ -61,14 +61,14 @@ def measure(trace, order: str, backfill: str, general: bool, repeat: int) -> dic
 
 def main() -> int:
     ap = h.parser(__doc__)
-    ap.add_argument("--trace", default=os.environ.get("SIMHPC_CTC_TRACE", str(DEFAULT_TRACE)))
+    ap.add_argument("--trace", default=str(DEFAULT_TRACE), help="an SWF trace (default: the shipped CTC-SP2 log)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per configuration (median reported)")
     ap.add_argument("--limit", type=int, default=None, help="replay only the first N jobs")
     ap.add_argument("--conservative", action="store_true", help="also time conservative backfilling")
     args = ap.parse_args()
     path = Path(args.trace)
     if not path.exists():
-        print(f"bench_scheduler: skipped: trace {path} is absent (the shared traces live in <repo>/../shared/traces)")
+        print(f"bench_scheduler: skipped: trace {path} is absent")
         h.emit({"benchmark": "scheduler", "skipped": True, "reason": f"trace {path} is absent"})
         return 0
     t0 = time.perf_counter()

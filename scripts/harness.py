@@ -208,10 +208,11 @@ def require_mpirun(script: str) -> str:
 
 
 # -------------------------------------------------------------------------- files, plots
-def traces_dir() -> Path | None:
-    """The shared traces (``$SIMHPC_TRACES`` or ``<repo>/../shared/traces``), None if absent."""
-    p = Path(os.environ.get("SIMHPC_TRACES") or ROOT.parent / "shared" / "traces")
-    return p if p.is_dir() else None
+def traces_dir() -> Path:
+    """The folder of the workload traces shipped with simhpc (:mod:`simhpc.traces`)."""
+    from simhpc.traces import trace_path
+
+    return trace_path("lublin_256.swf").parent
 
 
 def out_dir(args: argparse.Namespace, c: Any) -> Path:

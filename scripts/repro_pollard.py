@@ -10,7 +10,7 @@ random/t123 (paired by seed) and the slowdown against its runtime alone on the s
 (exactly 1 under t123: no switch port carries two jobs' traffic).
 
 Cluster view: a Cab-like machine (1,296 nodes) replays the CTC-SP2 trace with job sizes
-scaled by 1,296/338 (or, without the shared traces, a synthetic workload, said so) with
+scaled by 1,296/338 (the log ships with simhpc; without it, a synthetic workload, said so) with
 FCFS + EASY under both allocators: utilization, makespan, mean wait and APH by job size.
 
 Scales: --full uses the radix-44 tree (fattree44, 10,648 nodes; foreground 10 % of it,
@@ -103,7 +103,7 @@ def cluster_jobs(scale: str, n_nodes: int):
     jobs = SyntheticWorkload(n_jobs=n, inter_arrival=Exponential(mean=90.0), size=PowerOfTwo(low=1, high=512),
                              run_time=LogNormal(median=1800.0, sigma=1.2), request_factor=Uniform(low=1.0, high=3.0),
                              max_run_time=86400.0).generate(11)
-    return jobs, f"synthetic ({n} jobs; the shared traces were not found, set SIMHPC_TRACES)"
+    return jobs, f"synthetic ({n} jobs; the CTC-SP2 trace was not found)"
 
 
 def cluster_run(item):
