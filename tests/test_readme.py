@@ -1,6 +1,16 @@
-"""The README's commands stay true: CI runs exactly the README's test command."""
+"""The README's commands and examples stay true: CI runs exactly the README's test command, and
+the Python examples of the README and of the scheduling quick start run as written."""
 
+import importlib
+import inspect
+import os
+import pkgutil
+import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -17,3 +27,47 @@ def test_readme_documentation_table_lists_existing_pages():
     readme = (ROOT / "README.md").read_text()
     pages = [line.split("`")[1] for line in readme.splitlines() if line.startswith("| `docs/")]
     assert pages and all((ROOT / p).exists() for p in pages), [p for p in pages if not (ROOT / p).exists()]
+
+
+def _python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
+
+
+def _run(code: str, checks: str, cwd: Path) -> None:
+    """Run a documented example as a user would: in a fresh interpreter, then ``checks``."""
+    r = subprocess.run([sys.executable, "-c", code + "\n" + checks], cwd=cwd, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_readme_python_example_runs(tmp_path):
+    (code,) = _python_blocks(ROOT / "README.md")
+    _run(code.replace('"examples/', f'"{ROOT}/examples/'),
+         "assert same.n_jobs == res.n_jobs == 12\n"
+         "assert rep.summary()['jobs'] == 2000 and app.runtime > 0", tmp_path)
+
+
+def test_scheduling_quick_start_runs(tmp_path):
+    code = _python_blocks(ROOT / "docs" / "scheduling.md")[0]
+    assert "simhpc.replay(" in code and "from scheduler import replay" not in code
+    _run(code, "assert r.summary()['jobs'] == 10000 and len(tr.jobs) == 1000", tmp_path)
+
+
+def test_no_doc_or_example_reads_files_outside_the_repository():
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "examples").rglob("*.toml"))]
+    bad = [str(p.relative_to(ROOT)) for p in files if "shared/traces" in p.read_text() or "SIMHPC_TRACES" in p.read_text()]
+    assert not bad
+
+
+@pytest.mark.xfail(strict=True, reason="the module simhpc/replay.py shadows the export simhpc.replay once imported; "
+                                       "renaming the module fixes it (then drop this mark)")
+def test_user_api_names_are_not_shadowed_by_submodules():
+    # A submodule named like a lazy export replaces it once imported (the import system sets
+    # the attribute): ``simhpc.replay`` must stay the function after ``import simhpc.replay``.
+    import simhpc
+
+    for m in pkgutil.walk_packages(simhpc.__path__, "simhpc."):
+        importlib.import_module(m.name)
+    for name in simhpc.__all__:
+        if name != "__version__":
+            assert not inspect.ismodule(getattr(simhpc, name)), f"simhpc.{name} is a module"
