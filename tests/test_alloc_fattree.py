@@ -84,9 +84,9 @@ def test_treefit_on_a_dragonfly_stays_in_one_group_when_it_can():
 
 # -------------------------------------------------------------------------------------- t123
 def check_t123_rules(alloc, state) -> None:
-    t = alloc.t
-    leaf_of = lambda nodes: set((np.asarray(nodes) // t.npl).tolist())  # noqa: E731
-    pod_of = lambda nodes: set((np.asarray(nodes) // t.npp).tolist())  # noqa: E731
+    tree = alloc.tree
+    leaf_of = lambda nodes: set((np.asarray(nodes) // tree.nodes_per_leaf).tolist())  # noqa: E731
+    pod_of = lambda nodes: set((np.asarray(nodes) // tree.nodes_per_pod).tolist())  # noqa: E731
     jobs = {jid: np.flatnonzero(state.owner == jid) for jid in np.unique(state.owner[state.owner >= 0]).tolist()}
     kinds = {jid: alloc.job_type(len(n)) for jid, n in jobs.items()}
     leaf_jobs: dict[int, set] = {}
@@ -153,11 +153,11 @@ def test_t123_heuristics_fill_fullest_leaves_and_pods_and_keep_big_jobs_apart():
 
 # ------------------------------------------------------------------------------------ jigsaw
 def check_jigsaw_rules(alloc, state) -> None:
-    t = alloc.t
+    tree = alloc.tree
     for jid, info in state.placements.items():
         nodes = np.flatnonzero(state.owner == jid)
         assert isinstance(info, JigsawInfo)
-        leaves, counts = np.unique(nodes // t.npl, return_counts=True)
+        leaves, counts = np.unique(nodes // tree.nodes_per_leaf, return_counts=True)
         lp = info.leaf_ports
         if info.kind == "leaf":
             assert len(leaves) == 1 and len(lp) == 0 and len(info.l2_ports) == 0
@@ -169,25 +169,25 @@ def check_jigsaw_rules(alloc, state) -> None:
             assert len(per_leaf[l]) == c
         # Full leaves: k nodes and the same ports; at most one remainder leaf, with fewer
         # nodes, on a subset of them.
-        k = info.k
-        pi = set(info.ports)
+        k = info.nodes_per_full_leaf
+        pi = set(info.full_leaf_ports)
         assert len(pi) == k
         full = [l for l, c in zip(leaves.tolist(), counts.tolist()) if c == k]
         rest = [l for l, c in zip(leaves.tolist(), counts.tolist()) if c != k]
         assert len(rest) <= 1 and all(per_leaf[l] == pi for l in full)
         assert all(per_leaf[l] < pi for l in rest)
         if info.kind == "pod":
-            assert t.levels == 2 or len(set((leaves // t.LP).tolist())) == 1
+            assert tree.levels == 2 or len(set((leaves // tree.leaves_per_pod).tolist())) == 1
             assert len(info.l2_ports) == 0
             continue
         # Across pods: L2 x of each pod reserves as many spine ports as job leaf ports reach
         # it; the same port indices in every full pod, a subset in the remainder pod.
         l2 = info.l2_ports
         sets = {}
-        for p in set((leaves // t.LP).tolist()):
-            for x in range(t.w2):
-                want = sum(1 for l in leaves.tolist() if l // t.LP == p for q in per_leaf[l] if q % t.w2 == x)
-                have = set(l2[l2[:, 0] == p * t.w2 + x, 1].tolist())
+        for p in set((leaves // tree.leaves_per_pod).tolist()):
+            for x in range(tree.l2_per_pod):
+                want = sum(1 for l in leaves.tolist() if l // tree.leaves_per_pod == p for q in per_leaf[l] if q % tree.l2_per_pod == x)
+                have = set(l2[l2[:, 0] == p * tree.l2_per_pod + x, 1].tolist())
                 assert len(have) == want
                 if want:
                     sets.setdefault(x, []).append(have)
@@ -260,7 +260,7 @@ def test_jigsaw_single_leaf_jobs_reserve_nothing_and_multi_leaf_jobs_take_whole_
     assert d.state.placements[1].kind == "leaf" and not (d.state.leaf_port != -1).any()
     b = d.arrive(7)  # k = 3: two full leaves and a remainder leaf of 1 node, one pod
     info = d.state.placements[2]
-    assert info.kind == "pod" and info.k == 3 and len(info.leaf_ports) == 7
+    assert info.kind == "pod" and info.nodes_per_full_leaf == 3 and len(info.leaf_ports) == 7
     assert len(set((b // 9).tolist())) == 1 and len(a) == 3
 
 

@@ -44,6 +44,11 @@ largest ``F``; among feasible pods the fullest, among feasible leaves the fulles
 which keeps empty leaves and pods for large jobs). ``Pi`` (and ``Sigma_x``) are the ports
 most often free on the candidate leaves (L2 switches); a feasible set of another shape may
 be missed, so the search is a heuristic, bounded by O(k_max * F_max) vectorized passes.
+
+In the code the papers' symbols read: ``per_leaf`` (``k``), ``remainder_nodes`` (``r``),
+``chosen_ports`` (``Pi``), ``full_per_pod`` (``F``), ``sigma`` (``Sigma_x``, one row per L2
+switch), ``ports_per_l2`` (how many ports of ``Pi`` reach each L2 switch); T1/T2/T3 are the
+job ``kind`` 1/2/3 of :class:`T123Info`.
 """
 
 from __future__ import annotations
@@ -69,42 +74,42 @@ __all__ = [
 ]
 
 
-class _Tree:
+class _TreeShape:
     """Pod/leaf geometry of a fat-tree as plain ints."""
 
     def __init__(self, topo: Any):
         self.topo = topo
         self.levels = topo.levels
-        self.N = topo.n_nodes
-        self.npl = topo.nodes_per_leaf
-        self.NL = topo.n_leaves
-        self.npp = topo.nodes_per_pod
-        self.NP = topo.n_pods
-        self.LP = topo.leaves_per_pod
-        self.W2 = topo.uplinks_per_leaf
-        self.w2 = topo.up[1] if self.levels >= 2 else 0
-        self.W3 = topo.up[2] * topo.parallel[2] if self.levels >= 3 else 0
+        self.n_nodes = topo.n_nodes
+        self.nodes_per_leaf = topo.nodes_per_leaf
+        self.n_leaves = topo.n_leaves
+        self.nodes_per_pod = topo.nodes_per_pod
+        self.n_pods = topo.n_pods
+        self.leaves_per_pod = topo.leaves_per_pod
+        self.leaf_up_ports = topo.uplinks_per_leaf
+        self.l2_per_pod = topo.up[1] if self.levels >= 2 else 0
+        self.l2_up_ports = topo.up[2] * topo.parallel[2] if self.levels >= 3 else 0
 
-    def leaf_free(self, free: np.ndarray) -> np.ndarray:
-        return free.reshape(self.NL, self.npl).sum(axis=1)
+    def free_per_leaf(self, free: np.ndarray) -> np.ndarray:
+        return free.reshape(self.n_leaves, self.nodes_per_leaf).sum(axis=1)
 
     def first_free(self, free: np.ndarray, leaf: int, count: int) -> np.ndarray:
-        base = leaf * self.npl
-        return base + np.flatnonzero(free[base:base + self.npl])[:count]
+        base = leaf * self.nodes_per_leaf
+        return base + np.flatnonzero(free[base:base + self.nodes_per_leaf])[:count]
 
     def first_free_many(self, free: np.ndarray, leaves: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """The lowest ``counts[i]`` free nodes of each leaf ``leaves[i]``, sorted."""
-        rows = free.reshape(self.NL, self.npl)[leaves]
+        rows = free.reshape(self.n_leaves, self.nodes_per_leaf)[leaves]
         take = rows & (np.cumsum(rows, axis=1) <= np.asarray(counts)[:, None])
         i, j = np.nonzero(take)
-        return np.sort(np.asarray(leaves)[i] * self.npl + j)
+        return np.sort(np.asarray(leaves)[i] * self.nodes_per_leaf + j)
 
 
 def _fattree_levels(alloc: OptionsAllocator, lo: int, hi: int) -> None:
-    lv = alloc.topology.levels
-    if not lo <= lv <= hi:
+    levels = alloc.topology.levels
+    if not lo <= levels <= hi:
         raise UserError(
-            f"allocator {alloc.name!r} supports fat-trees of {lo} to {hi} levels; this one has {lv} "
+            f"allocator {alloc.name!r} supports fat-trees of {lo} to {hi} levels; this one has {levels} "
             "(deeper trees share links inside a pod)"
         )
 
@@ -129,16 +134,16 @@ class T123Info:
 
 
 class T123State(PlacementState):
-    """Occupancy plus ``leaf_big`` (the T2/T3 job on each leaf, -1), ``pod_t3`` (the T3 job
-    owning each pod, -1) and ``pod_t2`` (T2 jobs in each pod)."""
+    """Occupancy plus ``leaf_claim`` (the T2/T3 job on each leaf, -1), ``pod_owner`` (the T3
+    job owning each pod, -1) and ``pod_t2_jobs`` (how many T2 jobs each pod holds)."""
 
-    __slots__ = ("leaf_big", "pod_t3", "pod_t2")
+    __slots__ = ("leaf_claim", "pod_owner", "pod_t2_jobs")
 
     def copy(self) -> "T123State":
         c = super().copy()
-        c.leaf_big = self.leaf_big.copy()
-        c.pod_t3 = self.pod_t3.copy()
-        c.pod_t2 = self.pod_t2.copy()
+        c.leaf_claim = self.leaf_claim.copy()
+        c.pod_owner = self.pod_owner.copy()
+        c.pod_t2_jobs = self.pod_t2_jobs.copy()
         return c  # type: ignore[return-value]
 
 
@@ -153,18 +158,18 @@ class T123Allocator(OptionsAllocator):
     def __init__(self, **kw: Any):
         super().__init__(**kw)
         _fattree_levels(self, 1, 3)
-        self.t = _Tree(self.topology)
+        self.tree = _TreeShape(self.topology)
 
     def job_type(self, n: int) -> int:
         """1, 2 or 3 for an ``n``-node job."""
-        t = self.t
-        return 1 if n <= t.npl else 2 if n <= t.npp else 3
+        tree = self.tree
+        return 1 if n <= tree.nodes_per_leaf else 2 if n <= tree.nodes_per_pod else 3
 
     def new_state(self) -> T123State:
         st = T123State(self.n_nodes)
-        st.leaf_big = np.full(self.t.NL, -1, dtype=np.int64)
-        st.pod_t3 = np.full(self.t.NP, -1, dtype=np.int64)
-        st.pod_t2 = np.zeros(self.t.NP, dtype=np.int64)
+        st.leaf_claim = np.full(self.tree.n_leaves, -1, dtype=np.int64)
+        st.pod_owner = np.full(self.tree.n_pods, -1, dtype=np.int64)
+        st.pod_t2_jobs = np.zeros(self.tree.n_pods, dtype=np.int64)
         return st
 
     def select(self, job: Job, state: AllocState) -> np.ndarray | None:
@@ -172,96 +177,96 @@ class T123Allocator(OptionsAllocator):
         if n > state.n_free:
             return None
         st: T123State = state  # type: ignore[assignment]
-        t = self.t
+        tree = self.tree
         free = st.free
-        fl = t.leaf_free(free)
-        fpod = fl.reshape(t.NP, t.LP).sum(axis=1)
+        leaf_free = tree.free_per_leaf(free)
+        pod_free = leaf_free.reshape(tree.n_pods, tree.leaves_per_pod).sum(axis=1)
         kind = self.job_type(n)
         if kind == 1:
-            cand = fl >= n
-            if not cand.any():
+            candidates = leaf_free >= n
+            if not candidates.any():
                 return None
-            podc = cand.reshape(t.NP, t.LP).any(axis=1)
-            p = _best_fit(fpod, podc)
-            leaves = np.arange(p * t.LP, (p + 1) * t.LP)
-            leaf = int(leaves[_best_fit(fl[leaves], cand[leaves])])
-            nodes = t.first_free(free, leaf, n)
+            pod_has_candidate = candidates.reshape(tree.n_pods, tree.leaves_per_pod).any(axis=1)
+            pod = _best_fit(pod_free, pod_has_candidate)
+            leaves = np.arange(pod * tree.leaves_per_pod, (pod + 1) * tree.leaves_per_pod)
+            leaf = int(leaves[_best_fit(leaf_free[leaves], candidates[leaves])])
+            nodes = tree.first_free(free, leaf, n)
             return Placement(nodes, T123Info(1, (), ()))
         if kind == 2:
-            elig = (st.leaf_big == -1) & np.repeat(st.pod_t3 == -1, t.LP)
-            efree = np.where(elig, fl, 0).reshape(t.NP, t.LP)
-            fits = efree.sum(axis=1) >= n
+            eligible = (st.leaf_claim == -1) & np.repeat(st.pod_owner == -1, tree.leaves_per_pod)
+            eligible_free = np.where(eligible, leaf_free, 0).reshape(tree.n_pods, tree.leaves_per_pod)
+            fits = eligible_free.sum(axis=1) >= n
             if not fits.any():
                 return None
-            p = _best_fit(fpod, fits)
-            ef = efree[p]
-            order = np.lexsort((np.arange(t.LP), -ef))  # emptiest eligible leaves first
-            take = _greedy(ef[order], n)
+            pod = _best_fit(pod_free, fits)
+            pod_eligible_free = eligible_free[pod]
+            order = np.lexsort((np.arange(tree.leaves_per_pod), -pod_eligible_free))  # emptiest eligible leaves first
+            take = _greedy(pod_eligible_free[order], n)
             parts, used = [], []
             for j, c in zip(order.tolist(), take.tolist()):
                 if c:
-                    leaf = p * t.LP + j
-                    parts.append(t.first_free(free, leaf, c))
+                    leaf = pod * tree.leaves_per_pod + j
+                    parts.append(tree.first_free(free, leaf, c))
                     used.append(leaf)
-            return Placement(np.sort(np.concatenate(parts)), T123Info(2, tuple(sorted(used)), (p,)))
-        elig = (st.pod_t3 == -1) & (st.pod_t2 == 0)
-        efree = np.where(elig, fpod, 0)
-        if efree.sum() < n:
+            return Placement(np.sort(np.concatenate(parts)), T123Info(2, tuple(sorted(used)), (pod,)))
+        eligible = (st.pod_owner == -1) & (st.pod_t2_jobs == 0)
+        eligible_free = np.where(eligible, pod_free, 0)
+        if eligible_free.sum() < n:
             return None
-        porder = np.lexsort((np.arange(t.NP), -efree))  # emptiest pods first
-        cum = np.cumsum(efree[porder])
+        porder = np.lexsort((np.arange(tree.n_pods), -eligible_free))  # emptiest pods first
+        cum = np.cumsum(eligible_free[porder])
         m = int(np.searchsorted(cum, n)) + 1
         pods = porder[:m]
         parts, used = [], []
-        rem = n
-        for p in pods.tolist():
-            lf = fl[p * t.LP:(p + 1) * t.LP]
-            order = np.lexsort((np.arange(t.LP), -lf))
-            take = _greedy(lf[order], min(rem, int(lf.sum())))
+        nodes_left = n
+        for pod in pods.tolist():
+            pod_leaf_free = leaf_free[pod * tree.leaves_per_pod:(pod + 1) * tree.leaves_per_pod]
+            order = np.lexsort((np.arange(tree.leaves_per_pod), -pod_leaf_free))
+            take = _greedy(pod_leaf_free[order], min(nodes_left, int(pod_leaf_free.sum())))
             for j, c in zip(order.tolist(), take.tolist()):
                 if c:
-                    leaf = p * t.LP + j
-                    parts.append(t.first_free(free, leaf, c))
+                    leaf = pod * tree.leaves_per_pod + j
+                    parts.append(tree.first_free(free, leaf, c))
                     used.append(leaf)
-            rem -= int(take.sum())
+            nodes_left -= int(take.sum())
         return Placement(np.sort(np.concatenate(parts)), T123Info(3, tuple(sorted(used)), tuple(sorted(pods.tolist()))))
 
     def _info_for(self, job: Job, nodes: np.ndarray) -> T123Info:
         info = placement_info(nodes)
         if isinstance(info, T123Info):
             return info
-        t = self.t
+        tree = self.tree
         kind = self.job_type(len(nodes))
-        leaves = tuple(np.unique(np.asarray(nodes) // t.npl).tolist())
-        pods = tuple(np.unique(np.asarray(leaves) // t.LP).tolist())
+        leaves = tuple(np.unique(np.asarray(nodes) // tree.nodes_per_leaf).tolist())
+        pods = tuple(np.unique(np.asarray(leaves) // tree.leaves_per_pod).tolist())
         return T123Info(kind, leaves if kind > 1 else (), pods if kind > 1 else ())
 
     def commit(self, job: Job, nodes: np.ndarray, state: AllocState) -> None:
         self._check_nodes(job, nodes)
         st: T123State = state  # type: ignore[assignment]
         info = self._info_for(job, nodes)
-        t = self.t
-        lv = np.asarray(info.leaves, dtype=np.int64)
-        pv = np.asarray(info.pods, dtype=np.int64)
-        leaves_of_nodes = np.unique(np.asarray(nodes) // t.npl)
+        tree = self.tree
+        leaf_ids = np.asarray(info.leaves, dtype=np.int64)
+        pod_ids = np.asarray(info.pods, dtype=np.int64)
+        leaves_of_nodes = np.unique(np.asarray(nodes) // tree.nodes_per_leaf)
         if info.kind == 1:
             if len(leaves_of_nodes) != 1:
                 raise SchedulerError(f"t123: T1 job {job.job_id} must lie within one leaf")
         elif info.kind == 2:
-            if len(pv) != 1 or (leaves_of_nodes // t.LP != pv[0]).any():
+            if len(pod_ids) != 1 or (leaves_of_nodes // tree.leaves_per_pod != pod_ids[0]).any():
                 raise SchedulerError(f"t123: T2 job {job.job_id} must lie within one pod")
-            if (st.leaf_big[lv] != -1).any() or st.pod_t3[pv[0]] != -1:
+            if (st.leaf_claim[leaf_ids] != -1).any() or st.pod_owner[pod_ids[0]] != -1:
                 raise SchedulerError(f"t123: T2 job {job.job_id} was placed on a leaf or pod claimed by another T2/T3 job")
         else:
-            if (st.pod_t3[pv] != -1).any() or (st.pod_t2[pv] != 0).any():
+            if (st.pod_owner[pod_ids] != -1).any() or (st.pod_t2_jobs[pod_ids] != 0).any():
                 raise SchedulerError(f"t123: T3 job {job.job_id} was placed in a pod holding another T2/T3 job")
         st.mark_busy(job.job_id, nodes)
         if info.kind == 2:
-            st.leaf_big[lv] = job.job_id
-            st.pod_t2[pv] += 1
+            st.leaf_claim[leaf_ids] = job.job_id
+            st.pod_t2_jobs[pod_ids] += 1
         elif info.kind == 3:
-            st.leaf_big[lv] = job.job_id
-            st.pod_t3[pv] = job.job_id
+            st.leaf_claim[leaf_ids] = job.job_id
+            st.pod_owner[pod_ids] = job.job_id
         st.placements[job.job_id] = info
 
     def release(self, job: Job, nodes: np.ndarray, state: AllocState) -> None:
@@ -270,14 +275,14 @@ class T123Allocator(OptionsAllocator):
         info = st.placements.pop(job.job_id, None)
         if info is None:
             raise SchedulerError(f"t123: job {job.job_id} released without a placement")
-        lv = np.asarray(info.leaves, dtype=np.int64)
-        pv = np.asarray(info.pods, dtype=np.int64)
+        leaf_ids = np.asarray(info.leaves, dtype=np.int64)
+        pod_ids = np.asarray(info.pods, dtype=np.int64)
         if info.kind == 2:
-            st.leaf_big[lv] = -1
-            st.pod_t2[pv] -= 1
+            st.leaf_claim[leaf_ids] = -1
+            st.pod_t2_jobs[pod_ids] -= 1
         elif info.kind == 3:
-            st.leaf_big[lv] = -1
-            st.pod_t3[pv] = -1
+            st.leaf_claim[leaf_ids] = -1
+            st.pod_owner[pod_ids] = -1
 
     def block(self, placements: "Sequence[tuple[Job, np.ndarray]]", state: AllocState) -> None:
         """Hold, in ``state``, the nodes and the leaf/pod claims of each placement (a union)."""
@@ -285,20 +290,20 @@ class T123Allocator(OptionsAllocator):
         st: T123State = state  # type: ignore[assignment]
         for job, nodes in placements:
             info = self._info_for(job, nodes)
-            lv = np.asarray(info.leaves, dtype=np.int64)
-            pv = np.asarray(info.pods, dtype=np.int64)
+            leaf_ids = np.asarray(info.leaves, dtype=np.int64)
+            pod_ids = np.asarray(info.pods, dtype=np.int64)
             if info.kind == 2:
-                st.leaf_big[lv] = np.where(st.leaf_big[lv] == -1, job.job_id, st.leaf_big[lv])
-                st.pod_t2[pv] += 1
+                st.leaf_claim[leaf_ids] = np.where(st.leaf_claim[leaf_ids] == -1, job.job_id, st.leaf_claim[leaf_ids])
+                st.pod_t2_jobs[pod_ids] += 1
             elif info.kind == 3:
-                st.leaf_big[lv] = np.where(st.leaf_big[lv] == -1, job.job_id, st.leaf_big[lv])
-                st.pod_t3[pv] = np.where(st.pod_t3[pv] == -1, job.job_id, st.pod_t3[pv])
+                st.leaf_claim[leaf_ids] = np.where(st.leaf_claim[leaf_ids] == -1, job.job_id, st.leaf_claim[leaf_ids])
+                st.pod_owner[pod_ids] = np.where(st.pod_owner[pod_ids] == -1, job.job_id, st.pod_owner[pod_ids])
 
 
-def _greedy(cap: np.ndarray, n: int) -> np.ndarray:
-    """Take from ``cap`` in order, each whole, the last partly, ``n`` in all."""
-    cum = np.cumsum(cap)
-    take = np.minimum(cap, np.maximum(0, n - (cum - cap)))
+def _greedy(capacity: np.ndarray, n: int) -> np.ndarray:
+    """Take from ``capacity`` in order, each whole, the last partly, ``n`` in all."""
+    cum = np.cumsum(capacity)
+    take = np.minimum(capacity, np.maximum(0, n - (cum - capacity)))
     return take
 
 
@@ -310,25 +315,27 @@ class JigsawInfo:
     ``kind``: ``"leaf"`` (one leaf, no links), ``"pod"`` (several leaves of one pod, or of a
     2-level tree) or ``"pods"`` (several pods). ``leaf_ports``: (leaf, up port) pairs
     reserved; ``l2_ports``: (L2 switch index within level 2, up port) pairs reserved.
-    ``k``: nodes on each full leaf; ``ports``: the full leaves' port indices (Pi).
+    ``nodes_per_full_leaf``: nodes on each full leaf (``k``); ``full_leaf_ports``: the port
+    indices every full leaf reserves (``Pi``).
     """
 
     kind: str
     leaf_ports: np.ndarray
     l2_ports: np.ndarray
-    k: int = 0
-    ports: tuple[int, ...] = ()
+    nodes_per_full_leaf: int = 0
+    full_leaf_ports: tuple[int, ...] = ()
 
 
 _NO_PAIRS = np.zeros((0, 2), dtype=np.int64)
 
 
-def _leaves_with_at_least(cap: np.ndarray, kmax: int) -> np.ndarray:
-    """``out[g, k]``: leaves of group ``g`` whose ``cap`` is at least ``k`` (k = 0..kmax)."""
-    G, L = cap.shape
-    idx = (np.arange(G)[:, None] * (kmax + 2) + np.minimum(cap, kmax + 1)).reshape(-1)
-    hist = np.bincount(idx, minlength=G * (kmax + 2)).reshape(G, kmax + 2)
-    return np.cumsum(hist[:, ::-1], axis=1)[:, ::-1][:, : kmax + 1]
+def _leaves_with_at_least(capacity: np.ndarray, max_per_leaf: int) -> np.ndarray:
+    """``out[group, per_leaf]``: leaves of ``group`` whose ``capacity`` is at least ``per_leaf``
+    (``per_leaf`` = 0..max_per_leaf)."""
+    n_groups, L = capacity.shape
+    idx = (np.arange(n_groups)[:, None] * (max_per_leaf + 2) + np.minimum(capacity, max_per_leaf + 1)).reshape(-1)
+    hist = np.bincount(idx, minlength=n_groups * (max_per_leaf + 2)).reshape(n_groups, max_per_leaf + 2)
+    return np.cumsum(hist[:, ::-1], axis=1)[:, ::-1][:, : max_per_leaf + 1]
 
 
 def _pairs(rows: np.ndarray, ports: np.ndarray) -> np.ndarray:
@@ -380,10 +387,10 @@ class JigsawState(PlacementState):
         mask = self.allowed_links(job_id)
 
         def route(src: int, dst: int, key: int = 0) -> tuple[int, ...]:
-            r = topo.route_restricted(src, dst, mask, key)
-            if r is None:
+            remainder_nodes = topo.route_restricted(src, dst, mask, key)
+            if remainder_nodes is None:
                 raise SchedulerError(f"jigsaw: no reserved route from node {src} to node {dst} for job {job_id}")
-            return r
+            return remainder_nodes
 
         return route
 
@@ -416,14 +423,14 @@ class JigsawAllocator(OptionsAllocator):
     def __init__(self, **kw: Any):
         super().__init__(**kw)
         _fattree_levels(self, 1, 3)
-        self.t = _Tree(self.topology)
+        self.tree = _TreeShape(self.topology)
 
     def new_state(self) -> JigsawState:
-        t = self.t
+        tree = self.tree
         st = JigsawState(self.n_nodes)
-        st.leaf_port = np.full((t.NL, t.W2), -1, dtype=np.int64)
-        n_l2 = t.NP * t.w2 if t.levels >= 3 else 0
-        st.l2_port = np.full((n_l2, t.W3), -1, dtype=np.int64)
+        st.leaf_port = np.full((tree.n_leaves, tree.leaf_up_ports), -1, dtype=np.int64)
+        n_l2 = tree.n_pods * tree.l2_per_pod if tree.levels >= 3 else 0
+        st.l2_port = np.full((n_l2, tree.l2_up_ports), -1, dtype=np.int64)
         st.topology = self.topology
         return st
 
@@ -433,215 +440,230 @@ class JigsawAllocator(OptionsAllocator):
         if n > state.n_free:
             return None
         st: JigsawState = state  # type: ignore[assignment]
-        t = self.t
+        tree = self.tree
         free = st.free
-        fl = t.leaf_free(free)
-        if n <= t.npl:
-            leaf = _best_fit(fl, fl >= n)
+        leaf_free = tree.free_per_leaf(free)
+        if n <= tree.nodes_per_leaf:
+            leaf = _best_fit(leaf_free, leaf_free >= n)
             if leaf >= 0:
-                return Placement(t.first_free(free, leaf, n), JigsawInfo("leaf", _NO_PAIRS, _NO_PAIRS))
-        if t.levels < 2:
+                return Placement(tree.first_free(free, leaf, n), JigsawInfo("leaf", _NO_PAIRS, _NO_PAIRS))
+        if tree.levels < 2:
             return None
-        LPF = st.leaf_port == -1
-        fpc = LPF.sum(axis=1)
+        leaf_port_free = st.leaf_port == -1
+        leaf_free_ports = leaf_port_free.sum(axis=1)
         # Every node of a multi-leaf job needs a free up port on its leaf (and, across pods,
         # one on an L2 switch of its pod): cheap bounds that settle most refusals.
-        cap = np.minimum(fl, fpc)
-        if int(cap.sum()) < n:
+        capacity = np.minimum(leaf_free, leaf_free_ports)
+        if int(capacity.sum()) < n:
             return None
-        G = t.NP if t.levels >= 3 else 1
-        got = None
-        if int(cap.reshape(G, -1).sum(axis=1).max()) >= n:
-            got = self._in_group(n, free, fl, LPF, fpc)
-        if got is None and t.levels >= 3:
-            l2cap = (st.l2_port == -1).reshape(t.NP, -1).sum(axis=1)
-            if int(np.minimum(cap.reshape(t.NP, -1).sum(axis=1), l2cap).sum()) >= n:
-                got = self._across_pods(n, st, free, fl, LPF, fpc)
-        return got
+        n_groups = tree.n_pods if tree.levels >= 3 else 1
+        found = None
+        if int(capacity.reshape(n_groups, -1).sum(axis=1).max()) >= n:
+            found = self._in_group(n, free, leaf_free, leaf_port_free, leaf_free_ports)
+        if found is None and tree.levels >= 3:
+            l2_free_per_pod = (st.l2_port == -1).reshape(tree.n_pods, -1).sum(axis=1)
+            if int(np.minimum(capacity.reshape(tree.n_pods, -1).sum(axis=1), l2_free_per_pod).sum()) >= n:
+                found = self._across_pods(n, st, free, leaf_free, leaf_port_free, leaf_free_ports)
+        return found
 
-    def _in_group(self, n: int, free: np.ndarray, fl: np.ndarray, LPF: np.ndarray, fpc: np.ndarray) -> Placement | None:
+    def _in_group(self, n: int, free: np.ndarray, leaf_free: np.ndarray, leaf_port_free: np.ndarray,
+                  leaf_free_ports: np.ndarray) -> Placement | None:
         """Several leaves of one pod (of the whole tree when it has 2 levels)."""
-        t = self.t
-        G, LG = (t.NP, t.LP) if t.levels >= 3 else (1, t.NL)
-        fl3 = fl.reshape(G, LG)
-        fpc3 = fpc.reshape(G, LG)
-        P3 = LPF.reshape(G, LG, t.W2)
-        gfree = fl3.sum(axis=1)
-        kmax = min(t.npl, t.W2, n - 1)
-        if kmax < 1:
+        tree = self.tree
+        n_groups, leaves_per_group = (tree.n_pods, tree.leaves_per_pod) if tree.levels >= 3 else (1, tree.n_leaves)
+        group_leaf_free = leaf_free.reshape(n_groups, leaves_per_group)
+        group_leaf_free_ports = leaf_free_ports.reshape(n_groups, leaves_per_group)
+        group_port_free = leaf_port_free.reshape(n_groups, leaves_per_group, tree.leaf_up_ports)
+        group_free = group_leaf_free.sum(axis=1)
+        max_per_leaf = min(tree.nodes_per_leaf, tree.leaf_up_ports, n - 1)
+        if max_per_leaf < 1:
             return None
-        # el[g, k]: leaves of group g with k free nodes and k free up ports.
-        el = _leaves_with_at_least(np.minimum(fl3, fpc3), kmax)
-        elmax = el.max(axis=0)
-        for k in range(kmax, 0, -1):
-            f, r = divmod(n, k)
-            if f + (r > 0) > LG:
-                break  # smaller k needs even more leaves
-            if elmax[k] < f:
-                continue  # no group has f leaves with k free nodes and k free ports
-            E = (fl3 >= k) & (fpc3 >= k)
-            cnt = (E[:, :, None] & P3).sum(axis=1)  # (G, W2)
-            pi = np.argsort(-cnt, axis=1, kind="stable")[:, :k]
-            pim = np.zeros((G, t.W2), dtype=bool)
-            np.put_along_axis(pim, pi, True, axis=1)
-            FL = E & (P3 | ~pim[:, None, :]).all(axis=2)
-            nFL = FL.sum(axis=1)
-            if r == 0:
-                ok = nFL >= f
-                RL = None
+        # leaves_with[group, per_leaf]: leaves of the group with per_leaf free nodes and as many free up ports.
+        leaves_with = _leaves_with_at_least(np.minimum(group_leaf_free, group_leaf_free_ports), max_per_leaf)
+        most_leaves_with = leaves_with.max(axis=0)
+        for per_leaf in range(max_per_leaf, 0, -1):
+            n_full_leaves, remainder_nodes = divmod(n, per_leaf)
+            if n_full_leaves + (remainder_nodes > 0) > leaves_per_group:
+                break  # fewer nodes per leaf need even more leaves
+            if most_leaves_with[per_leaf] < n_full_leaves:
+                continue  # no group has n_full_leaves leaves with per_leaf free nodes and ports
+            eligible = (group_leaf_free >= per_leaf) & (group_leaf_free_ports >= per_leaf)
+            free_count = (eligible[:, :, None] & group_port_free).sum(axis=1)  # (n_groups, leaf_up_ports)
+            chosen_ports = np.argsort(-free_count, axis=1, kind="stable")[:, :per_leaf]
+            port_mask = np.zeros((n_groups, tree.leaf_up_ports), dtype=bool)
+            np.put_along_axis(port_mask, chosen_ports, True, axis=1)
+            full_ok = eligible & (group_port_free | ~port_mask[:, None, :]).all(axis=2)
+            n_full_ok = full_ok.sum(axis=1)
+            if remainder_nodes == 0:
+                group_ok = n_full_ok >= n_full_leaves
+                remainder_ok = None
             else:
-                inpi = (P3 & pim[:, None, :]).sum(axis=2)
-                RL = (fl3 >= r) & (inpi >= r)
-                ok = (nFL >= f + 1) | ((nFL >= f) & (RL & ~FL).any(axis=1))
-            if not ok.any():
+                free_chosen = (group_port_free & port_mask[:, None, :]).sum(axis=2)
+                remainder_ok = (group_leaf_free >= remainder_nodes) & (free_chosen >= remainder_nodes)
+                group_ok = (n_full_ok >= n_full_leaves + 1) | (
+                    (n_full_ok >= n_full_leaves) & (remainder_ok & ~full_ok).any(axis=1))
+            if not group_ok.any():
                 continue
-            g = _best_fit(gfree, ok)
-            base = g * LG
-            full = np.flatnonzero(FL[g])
-            full = full[np.lexsort((full, fl3[g, full]))][:f]
-            ports = np.sort(pi[g])
-            leaves = base + full
-            counts = np.full(f, k)
+            group = _best_fit(group_free, group_ok)
+            base = group * leaves_per_group
+            full_leaves = np.flatnonzero(full_ok[group])
+            full_leaves = full_leaves[np.lexsort((full_leaves, group_leaf_free[group, full_leaves]))][:n_full_leaves]
+            ports = np.sort(chosen_ports[group])
+            leaves = base + full_leaves
+            counts = np.full(n_full_leaves, per_leaf)
             lp = _pairs(leaves, ports)
-            if r:
-                rl = RL[g].copy()
-                rl[full] = False
-                j = _best_fit(fl3[g], rl)
-                q = np.flatnonzero(P3[g, j] & pim[g])[:r]
-                lp = np.concatenate((lp, _pairs(np.array([base + j]), q)))
+            if remainder_nodes:
+                remainder_cands = remainder_ok[group].copy()
+                remainder_cands[full_leaves] = False
+                j = _best_fit(group_leaf_free[group], remainder_cands)
+                remainder_ports = np.flatnonzero(group_port_free[group, j] & port_mask[group])[:remainder_nodes]
+                lp = np.concatenate((lp, _pairs(np.array([base + j]), remainder_ports)))
                 leaves = np.append(leaves, base + j)
-                counts = np.append(counts, r)
-            info = JigsawInfo("pod", lp, _NO_PAIRS, k, tuple(ports.tolist()))
-            return Placement(t.first_free_many(free, leaves, counts), info)
+                counts = np.append(counts, remainder_nodes)
+            info = JigsawInfo("pod", lp, _NO_PAIRS, per_leaf, tuple(ports.tolist()))
+            return Placement(tree.first_free_many(free, leaves, counts), info)
         return None
 
-    def _across_pods(self, n: int, st: JigsawState, free: np.ndarray, fl: np.ndarray, LPF: np.ndarray,
-                     fpc: np.ndarray) -> Placement | None:
-        t = self.t
-        NP, LP, W2, w2, W3 = t.NP, t.LP, t.W2, t.w2, t.W3
-        SF = (st.l2_port == -1).reshape(NP, w2, W3)
-        sfc = SF.sum(axis=2)  # free up ports of each L2 switch (NP, w2)
-        pfree = fl.reshape(NP, LP).sum(axis=1)
-        kmax = min(t.npl, W2)
-        # Upper bound on the job nodes each k allows, before choosing ports: a full pod gives
-        # at most (its leaves with k free nodes and ports) and (its free L2 up ports // k)
-        # full leaves, and a remainder leaf adds fewer than k nodes.
-        el = _leaves_with_at_least(np.minimum(fl, fpc).reshape(NP, LP), kmax)  # (NP, kmax + 1)
-        ks = np.arange(kmax + 1)
-        ub = (np.minimum(el, sfc.sum(axis=1)[:, None] // np.maximum(ks, 1)[None, :]).sum(axis=0) * ks + ks - 1)
-        for k in range(kmax, 0, -1):
-            if ub[k] < n:
+    def _across_pods(self, n: int, st: JigsawState, free: np.ndarray, leaf_free: np.ndarray, leaf_port_free: np.ndarray,
+                     leaf_free_ports: np.ndarray) -> Placement | None:
+        tree = self.tree
+        n_pods, leaves_per_pod, leaf_up_ports = tree.n_pods, tree.leaves_per_pod, tree.leaf_up_ports
+        l2_per_pod, l2_up_ports = tree.l2_per_pod, tree.l2_up_ports
+        l2_port_free = (st.l2_port == -1).reshape(n_pods, l2_per_pod, l2_up_ports)
+        l2_free_ports = l2_port_free.sum(axis=2)  # free up ports of each L2 switch (n_pods, l2_per_pod)
+        pod_free = leaf_free.reshape(n_pods, leaves_per_pod).sum(axis=1)
+        max_per_leaf = min(tree.nodes_per_leaf, leaf_up_ports)
+        # Upper bound on the job nodes each per_leaf allows, before choosing ports: a full pod
+        # gives at most (its leaves with per_leaf free nodes and ports) and (its free L2 up
+        # ports // per_leaf) full leaves, and a remainder leaf adds fewer than per_leaf nodes.
+        leaf_capacity = np.minimum(leaf_free, leaf_free_ports).reshape(n_pods, leaves_per_pod)
+        leaves_with = _leaves_with_at_least(leaf_capacity, max_per_leaf)  # (n_pods, max_per_leaf + 1)
+        per_leaf_choices = np.arange(max_per_leaf + 1)
+        full_leaves_bound = np.minimum(
+            leaves_with, l2_free_ports.sum(axis=1)[:, None] // np.maximum(per_leaf_choices, 1)[None, :]).sum(axis=0)
+        nodes_bound = (full_leaves_bound * per_leaf_choices + per_leaf_choices - 1)
+        for per_leaf in range(max_per_leaf, 0, -1):
+            if nodes_bound[per_leaf] < n:
                 continue
-            E = (fl >= k) & (fpc >= k)
-            if int(E.sum()) * k + (k - 1) < n:
+            eligible = (leaf_free >= per_leaf) & (leaf_free_ports >= per_leaf)
+            if int(eligible.sum()) * per_leaf + (per_leaf - 1) < n:
                 continue  # every eligible leaf full plus a remainder leaf cannot hold the job
-            cnt = (E[:, None] & LPF).sum(axis=0)
-            pi = np.sort(np.argsort(-cnt, kind="stable")[:k])
-            pim = np.zeros(W2, dtype=bool)
-            pim[pi] = True
-            FL = E & (LPF | ~pim).all(axis=1)
-            nFL = FL.reshape(NP, LP).sum(axis=1)
-            if int(nFL.sum()) * k + (k - 1) < n:
+            free_count = (eligible[:, None] & leaf_port_free).sum(axis=0)
+            chosen_ports = np.sort(np.argsort(-free_count, kind="stable")[:per_leaf])
+            port_mask = np.zeros(leaf_up_ports, dtype=bool)
+            port_mask[chosen_ports] = True
+            full_ok = eligible & (leaf_port_free | ~port_mask).all(axis=1)
+            n_full_ok = full_ok.reshape(n_pods, leaves_per_pod).sum(axis=1)
+            if int(n_full_ok.sum()) * per_leaf + (per_leaf - 1) < n:
                 continue
-            mult = np.bincount(pi % w2, minlength=w2)
-            used = mult > 0
-            mmax = int(mult.max())
-            Fmax = min(LP, W3 // mmax if mmax else LP)
+            ports_per_l2 = np.bincount(chosen_ports % l2_per_pod, minlength=l2_per_pod)
+            l2_used = ports_per_l2 > 0
+            max_ports_per_l2 = int(ports_per_l2.max())
+            max_full_per_pod = min(leaves_per_pod, l2_up_ports // max_ports_per_l2 if max_ports_per_l2 else leaves_per_pod)
             # The most full leaves a pod can give: eligible leaves, and free L2 up ports
-            # (F full leaves need F * mult[x] ports at each L2 switch x).
-            podF = np.minimum(nFL, (sfc[:, used] // mult[used]).min(axis=1))
-            if int(podF.sum()) * k + (k - 1) < n:
+            # (full_per_pod full leaves need full_per_pod * ports_per_l2[x] ports at L2 switch x).
+            full_per_pod_max = np.minimum(n_full_ok, (l2_free_ports[:, l2_used] // ports_per_l2[l2_used]).min(axis=1))
+            if int(full_per_pod_max.sum()) * per_leaf + (per_leaf - 1) < n:
                 continue
-            # F values (descending) with enough pods for G = n // (F k) full pods; G == 1
-            # without a remainder is a single pod (tried before).
-            Fs = np.arange(Fmax, 0, -1)
-            Gs = n // (Fs * k)
-            enough = (podF[None, :] >= Fs[:, None]).sum(axis=1) >= Gs
-            keep = enough & (Gs >= 1) & ~((Gs == 1) & (n % (Fs * k) == 0))
-            for F in Fs[keep].tolist():
-                G, rem = divmod(n, F * k)
-                pods0 = podF >= F
-                need = F * mult
-                cs = SF[pods0].sum(axis=0)  # (w2, W3)
-                rank = np.empty_like(cs)
-                np.put_along_axis(rank, np.argsort(-cs, axis=1, kind="stable"), np.arange(W3)[None, :].repeat(w2, 0), axis=1)
-                sig = rank < need[:, None]
-                fullok = pods0 & (SF | ~sig[None, :, :]).all(axis=(1, 2))
-                if int(fullok.sum()) < G:
+            # full_per_pod values (descending) with enough pods for n // (full_per_pod * per_leaf)
+            # full pods; one full pod without a remainder is a single pod (tried before).
+            full_choices = np.arange(max_full_per_pod, 0, -1)
+            pods_needed = n // (full_choices * per_leaf)
+            enough = (full_per_pod_max[None, :] >= full_choices[:, None]).sum(axis=1) >= pods_needed
+            keep = enough & (pods_needed >= 1) & ~((pods_needed == 1) & (n % (full_choices * per_leaf) == 0))
+            for full_per_pod in full_choices[keep].tolist():
+                n_full_pods, nodes_left = divmod(n, full_per_pod * per_leaf)
+                pods_with_room = full_per_pod_max >= full_per_pod
+                l2_need = full_per_pod * ports_per_l2
+                l2_port_free_count = l2_port_free[pods_with_room].sum(axis=0)  # (l2_per_pod, l2_up_ports)
+                port_rank = np.empty_like(l2_port_free_count)
+                np.put_along_axis(port_rank, np.argsort(-l2_port_free_count, axis=1, kind="stable"),
+                                  np.arange(l2_up_ports)[None, :].repeat(l2_per_pod, 0), axis=1)
+                sigma = port_rank < l2_need[:, None]
+                full_pod_ok = pods_with_room & (l2_port_free | ~sigma[None, :, :]).all(axis=(1, 2))
+                if int(full_pod_ok.sum()) < n_full_pods:
                     continue
-                cand = np.flatnonzero(fullok)
-                fulls = cand[np.lexsort((cand, pfree[cand]))][:G]
+                candidates = np.flatnonzero(full_pod_ok)
+                full_pods = candidates[np.lexsort((candidates, pod_free[candidates]))][:n_full_pods]
                 remainder = None
-                if rem:
-                    remainder = self._remainder_pod(rem, k, fulls, free, fl, FL, LPF, pim, mult, SF, sig, pfree)
+                if nodes_left:
+                    remainder = self._remainder_pod(nodes_left, per_leaf, full_pods, free, leaf_free, full_ok,
+                                                    leaf_port_free, port_mask, ports_per_l2, l2_port_free, sigma,
+                                                    pod_free)
                     if remainder is None:
                         continue
-                return self._build_pods(k, F, pi, fulls, FL, sig, mult, free, fl, remainder)
+                return self._build_pods(per_leaf, full_per_pod, chosen_ports, full_pods, full_ok, sigma, ports_per_l2,
+                                        free, leaf_free, remainder)
         return None
 
-    def _remainder_pod(self, rem: int, k: int, fulls: np.ndarray, free: np.ndarray, fl: np.ndarray, FL: np.ndarray,
-                       LPF: np.ndarray, pim: np.ndarray, mult: np.ndarray, SF: np.ndarray, sig: np.ndarray,
-                       pfree: np.ndarray) -> tuple | None:
-        t = self.t
-        NP, LP, w2 = t.NP, t.LP, t.w2
-        f2, r2 = divmod(rem, k)
-        taken = np.zeros(NP, dtype=bool)
-        taken[fulls] = True
-        order = np.lexsort((np.arange(NP), pfree))
-        for p in order.tolist():
-            if taken[p] or pfree[p] < rem:
+    def _remainder_pod(self, nodes_left: int, per_leaf: int, full_pods: np.ndarray, free: np.ndarray,
+                       leaf_free: np.ndarray, full_ok: np.ndarray, leaf_port_free: np.ndarray, port_mask: np.ndarray,
+                       ports_per_l2: np.ndarray, l2_port_free: np.ndarray, sigma: np.ndarray,
+                       pod_free: np.ndarray) -> tuple | None:
+        tree = self.tree
+        n_pods, leaves_per_pod, l2_per_pod = tree.n_pods, tree.leaves_per_pod, tree.l2_per_pod
+        n_full_leaves, remainder_nodes = divmod(nodes_left, per_leaf)
+        is_full_pod = np.zeros(n_pods, dtype=bool)
+        is_full_pod[full_pods] = True
+        order = np.lexsort((np.arange(n_pods), pod_free))
+        for pod in order.tolist():
+            if is_full_pod[pod] or pod_free[pod] < nodes_left:
                 continue
-            leaves = np.arange(p * LP, (p + 1) * LP)
-            fll = np.flatnonzero(FL[leaves])
-            if len(fll) < f2:
+            leaves = np.arange(pod * leaves_per_pod, (pod + 1) * leaves_per_pod)
+            full_leaves = np.flatnonzero(full_ok[leaves])
+            if len(full_leaves) < n_full_leaves:
                 continue
-            fll = fll[np.lexsort((fll, fl[leaves][fll]))][:f2]
-            rports = np.zeros(0, dtype=np.int64)
-            rleaf = -1
-            if r2:
-                inpi = (LPF[leaves] & pim).sum(axis=1)
-                rl = (fl[leaves] >= r2) & (inpi >= r2)
-                rl[fll] = False
-                j = _best_fit(fl[leaves], rl)
+            full_leaves = full_leaves[np.lexsort((full_leaves, leaf_free[leaves][full_leaves]))][:n_full_leaves]
+            remainder_ports = np.zeros(0, dtype=np.int64)
+            remainder_leaf = -1
+            if remainder_nodes:
+                free_chosen = (leaf_port_free[leaves] & port_mask).sum(axis=1)
+                remainder_ok = (leaf_free[leaves] >= remainder_nodes) & (free_chosen >= remainder_nodes)
+                remainder_ok[full_leaves] = False
+                j = _best_fit(leaf_free[leaves], remainder_ok)
                 if j < 0:
                     continue
-                rleaf = int(leaves[j])
-                rports = np.flatnonzero(LPF[rleaf] & pim)[:r2]
-            need2 = f2 * mult + np.bincount(rports % w2, minlength=w2)
-            avail = SF[p] & sig
-            if (avail.sum(axis=1) < need2).any():
+                remainder_leaf = int(leaves[j])
+                remainder_ports = np.flatnonzero(leaf_port_free[remainder_leaf] & port_mask)[:remainder_nodes]
+            l2_need = n_full_leaves * ports_per_l2 + np.bincount(remainder_ports % l2_per_pod, minlength=l2_per_pod)
+            l2_available = l2_port_free[pod] & sigma
+            if (l2_available.sum(axis=1) < l2_need).any():
                 continue
-            return p, leaves[fll], rleaf, rports, need2, avail
+            return pod, leaves[full_leaves], remainder_leaf, remainder_ports, l2_need, l2_available
         return None
 
-    def _build_pods(self, k: int, F: int, pi: np.ndarray, fulls: np.ndarray, FL: np.ndarray, sig: np.ndarray,
-                    mult: np.ndarray, free: np.ndarray, fl: np.ndarray, remainder: tuple | None) -> Placement:
-        t = self.t
-        LP, w2 = t.LP, t.w2
-        # F best-fitting full-eligible leaves in each full pod.
-        fl2 = fl.reshape(t.NP, LP)[fulls]
-        key = np.where(FL.reshape(t.NP, LP)[fulls], fl2, np.iinfo(np.int64).max)
-        pick = np.argsort(key, axis=1, kind="stable")[:, :F]
-        leaves = (fulls[:, None] * LP + pick).reshape(-1)
-        counts = np.full(len(leaves), k)
-        lp = [_pairs(leaves, pi)]
-        # Sigma_x at every used L2 switch x of every full pod.
-        xs, ts = np.nonzero(sig & (mult > 0)[:, None])
-        l2 = [np.column_stack(((fulls[:, None] * w2 + xs[None, :]).reshape(-1), np.tile(ts, len(fulls))))]
+    def _build_pods(self, per_leaf: int, full_per_pod: int, chosen_ports: np.ndarray, full_pods: np.ndarray,
+                    full_ok: np.ndarray, sigma: np.ndarray, ports_per_l2: np.ndarray, free: np.ndarray,
+                    leaf_free: np.ndarray, remainder: tuple | None) -> Placement:
+        tree = self.tree
+        leaves_per_pod, l2_per_pod = tree.leaves_per_pod, tree.l2_per_pod
+        # full_per_pod best-fitting full-eligible leaves in each full pod.
+        full_pod_leaf_free = leaf_free.reshape(tree.n_pods, leaves_per_pod)[full_pods]
+        key = np.where(full_ok.reshape(tree.n_pods, leaves_per_pod)[full_pods], full_pod_leaf_free, np.iinfo(np.int64).max)
+        pick = np.argsort(key, axis=1, kind="stable")[:, :full_per_pod]
+        leaves = (full_pods[:, None] * leaves_per_pod + pick).reshape(-1)
+        counts = np.full(len(leaves), per_leaf)
+        leaf_pairs = [_pairs(leaves, chosen_ports)]
+        # sigma (Sigma_x) at every used L2 switch x of every full pod.
+        l2_switches, l2_up_port = np.nonzero(sigma & (ports_per_l2 > 0)[:, None])
+        l2_rows = (full_pods[:, None] * l2_per_pod + l2_switches[None, :]).reshape(-1)
+        l2_pairs = [np.column_stack((l2_rows, np.tile(l2_up_port, len(full_pods))))]
         if remainder is not None:
-            p, fll, rleaf, rports, need2, avail = remainder
-            lp.append(_pairs(fll, pi))
-            leaves = np.concatenate((leaves, fll))
-            counts = np.concatenate((counts, np.full(len(fll), k)))
-            if rleaf >= 0:
-                lp.append(_pairs(np.array([rleaf]), rports))
-                leaves = np.append(leaves, rleaf)
-                counts = np.append(counts, len(rports))
-            for x in np.flatnonzero(need2).tolist():
+            pod, full_leaves, remainder_leaf, remainder_ports, l2_need, l2_available = remainder
+            leaf_pairs.append(_pairs(full_leaves, chosen_ports))
+            leaves = np.concatenate((leaves, full_leaves))
+            counts = np.concatenate((counts, np.full(len(full_leaves), per_leaf)))
+            if remainder_leaf >= 0:
+                leaf_pairs.append(_pairs(np.array([remainder_leaf]), remainder_ports))
+                leaves = np.append(leaves, remainder_leaf)
+                counts = np.append(counts, len(remainder_ports))
+            for l2_switch in np.flatnonzero(l2_need).tolist():
                 # Free in this pod and within Sigma_x, so nested in the full pods' ports.
-                l2.append(_pairs(np.array([p * w2 + x]), np.flatnonzero(avail[x])[: need2[x]]))
-        info = JigsawInfo("pods", np.concatenate(lp), np.concatenate(l2) if l2 else _NO_PAIRS, k, tuple(pi.tolist()))
-        return Placement(t.first_free_many(free, leaves, counts), info)
+                l2_pairs.append(_pairs(np.array([pod * l2_per_pod + l2_switch]),
+                                       np.flatnonzero(l2_available[l2_switch])[: l2_need[l2_switch]]))
+        info = JigsawInfo("pods", np.concatenate(leaf_pairs), np.concatenate(l2_pairs) if l2_pairs else _NO_PAIRS,
+                          per_leaf, tuple(chosen_ports.tolist()))
+        return Placement(tree.first_free_many(free, leaves, counts), info)
 
     # -------------------------------------------------------------------------- commit
     def _info_for(self, job: Job, nodes: np.ndarray, st: JigsawState) -> JigsawInfo:

@@ -53,36 +53,36 @@ class TreeFitAllocator(OptionsAllocator):
         self.leaf_size = sizes[0]
 
     def select(self, job: Job, state: AllocState) -> np.ndarray | None:
-        k = job.nodes
-        if k > state.n_free:
+        n = job.nodes
+        if n > state.n_free:
             return None
         free = state.free
-        per_leaf = free.reshape(-1, self.leaf_size).sum(axis=1)
+        free_per_leaf = free.reshape(-1, self.leaf_size).sum(axis=1)
         for size in self.sizes:
-            per = per_leaf.reshape(-1, size // self.leaf_size).sum(axis=1)
-            ok = np.flatnonzero(per >= k)
-            if len(ok):
-                sub = int(ok[np.argmin(per[ok])])
+            free_per_subtree = free_per_leaf.reshape(-1, size // self.leaf_size).sum(axis=1)
+            fits = np.flatnonzero(free_per_subtree >= n)
+            if len(fits):
+                subtree = int(fits[np.argmin(free_per_subtree[fits])])
                 break
-        else:  # pragma: no cover - the top level always fits k <= n_free
+        else:  # pragma: no cover - the top level always fits n <= n_free
             return None
-        lps = size // self.leaf_size
-        c = per_leaf[sub * lps:(sub + 1) * lps].copy()
-        take = np.zeros(lps, dtype=np.int64)
-        rem = k
-        while rem:
-            fit = np.flatnonzero(c >= rem)
-            if len(fit):
-                j = int(fit[np.argmin(c[fit])])
-                take[j] = rem
+        leaves_per_subtree = size // self.leaf_size
+        first_leaf = subtree * leaves_per_subtree
+        leaf_free = free_per_leaf[first_leaf:first_leaf + leaves_per_subtree].copy()
+        take = np.zeros(leaves_per_subtree, dtype=np.int64)
+        nodes_left = n
+        while nodes_left:
+            holds_rest = np.flatnonzero(leaf_free >= nodes_left)
+            if len(holds_rest):
+                j = int(holds_rest[np.argmin(leaf_free[holds_rest])])
+                take[j] = nodes_left
                 break
-            j = int(np.argmax(c))
-            take[j] = c[j]
-            rem -= int(c[j])
-            c[j] = 0
-        leaves = np.flatnonzero(take)
+            j = int(np.argmax(leaf_free))
+            take[j] = leaf_free[j]
+            nodes_left -= int(leaf_free[j])
+            leaf_free[j] = 0
         out = []
-        for j in leaves.tolist():
-            base = (sub * lps + j) * self.leaf_size
+        for j in np.flatnonzero(take).tolist():
+            base = (first_leaf + j) * self.leaf_size
             out.append(base + np.flatnonzero(free[base:base + self.leaf_size])[: take[j]])
         return np.sort(np.concatenate(out))
