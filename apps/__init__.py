@@ -14,7 +14,7 @@
 
 from .errors import AppConfigError, AppError, AppsError, AppTimeoutError, DeadlockError, MpiError
 from .manager import JobManager, JobRecord
-from .mapping import map_ranks
+from .mapping import RANK_MAPPINGS, map_ranks, register_mapping
 from .mpi import ANY_SOURCE, ANY_TAG, PROC_NULL, CartComm, Comm, Request, Status, dims_create
 from .node import LaunchSpec, MpiNode, MpiOptions, MpiShared, NodeReport
 from .platform import Platform, build_platform
@@ -26,5 +26,5 @@ __all__ = [
     "AppConfigError", "AppError", "AppInfo", "AppResult", "AppTimeoutError", "AppsError", "CartComm", "Comm",
     "DeadlockError", "JobContext", "JobManager", "JobRecord", "LaunchSpec", "MpiError", "MpiNode", "MpiOptions",
     "MpiShared", "NodeReport", "Platform", "Request", "Status",
-    "app", "app_names", "bind_args", "build_platform", "choose_nodes", "dims_create", "get_app", "map_ranks", "run_app",
+    "app", "app_names", "bind_args", "build_platform", "choose_nodes", "dims_create", "get_app", "map_ranks", "register_mapping", "run_app", "RANK_MAPPINGS",
 ]

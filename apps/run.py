@@ -25,11 +25,12 @@ import numpy as np
 from models.network import NetworkConfig, NetworkStats
 from models.presets import Machine, get_machine
 from pdes import RunStats, Simulator
+from pdes.validate import check_int
 
 from .errors import AppConfigError, AppError, AppTimeoutError, DeadlockError
 from .manager import JobRecord
-from .mapping import MappingSpec, map_ranks
-from .mpi.comm import _seed
+from .mapping import MappingSpec, job_rank_nodes, map_ranks
+from .mpi.comm import derive_seed
 from .node import DEFAULT_CTRL, DEFAULT_EAGER, DEFAULT_POLL, LaunchSpec, MpiOptions
 from .platform import build_platform, network_config
 from .registry import bind_args
@@ -116,7 +117,7 @@ def choose_nodes(machine: Machine, n: int, placement: str | Sequence[int], seed:
         if placement == "contiguous":
             return tuple(range(n))
         if placement == "random":
-            rng = np.random.Generator(np.random.PCG64(_seed(seed, "placement") % (1 << 128)))
+            rng = np.random.Generator(np.random.PCG64(derive_seed(seed, "placement") % (1 << 128)))
             return tuple(int(x) for x in np.sort(rng.choice(total, size=n, replace=False)))
         raise AppConfigError(f"unknown placement {placement!r}; valid: {', '.join(PLACEMENTS)} or a list of node ids")
     nodes = [int(x) for x in np.asarray(placement).reshape(-1)]
@@ -174,20 +175,21 @@ def run_app(
             allocator's reservation); None: the topology's routing.
     """
     m = machine if isinstance(machine, Machine) else get_machine(machine)
-    if isinstance(ranks, bool) or not isinstance(ranks, (int, np.integer)) or ranks < 1:
-        raise AppConfigError(f"ranks must be an integer >= 1, got {ranks!r}")
-    ranks = int(ranks)
+    ranks = check_int("ranks", ranks, lo=1, error=AppConfigError)
     args = bind_args(app, {**dict(app_args or {}), **kwargs}, size=ranks)
     options = MpiOptions(eager_threshold=eager_threshold, ctrl_bytes=ctrl_bytes, algorithms=dict(algorithms or {}),
                          poll_time=poll_time)
     config = network_config(network)
     rpn = m.cores_per_node if ranks_per_node is None else ranks_per_node
-    if isinstance(rpn, bool) or not isinstance(rpn, (int, np.integer)) or rpn < 1:
-        raise AppConfigError(f"ranks_per_node must be an integer >= 1, got {ranks_per_node!r}")
-    rpn = int(rpn)
+    rpn = check_int("ranks_per_node", rpn, lo=1, error=AppConfigError)
     nodes = choose_nodes(m, -(-ranks // rpn), placement, seed)
-    rank_nodes = map_ranks(ranks, nodes, rpn, mapping)
     topo = m.topology
+    if isinstance(mapping, str):
+        # A named mapping sees the topology and, for grid-aware ones, the app's process grid
+        # (as a job of an experiment does).
+        rank_nodes = job_rank_nodes(app, args, ranks, nodes, rpn, mapping, topo)
+    else:
+        rank_nodes = map_ranks(ranks, nodes, rpn, mapping)
 
     plat = build_platform(m, config, seed=seed, end_time=end_time, comm=comm)
     sim = plat.sim

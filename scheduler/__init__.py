@@ -49,9 +49,9 @@ _EXPORTS = {
     "job_table": "metrics",
     "system_metrics": "metrics",
     "capacity_violations": "metrics",
-    "Machine": "replay",
-    "ReplayResult": "replay",
-    "replay": "replay",
+    "Machine": "replay_engine",
+    "ReplayResult": "replay_engine",
+    "replay": "replay_engine",
 }
 
 __all__ = [*_EXPORTS]

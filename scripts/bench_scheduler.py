@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import harness as h
-from scheduler.replay import replay
+from scheduler.replay_engine import replay
 from scheduler.swf import read_swf
 from simhpc.traces import trace_path
 

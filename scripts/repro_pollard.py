@@ -107,7 +107,7 @@ def cluster_jobs(scale: str, n_nodes: int):
 
 
 def cluster_run(item):
-    from scheduler.replay import replay
+    from scheduler.replay_engine import replay
 
     scale, alloc = item
     jobs, _ = cluster_jobs(scale, 1296)

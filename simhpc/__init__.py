@@ -9,7 +9,7 @@ first use, so that the command line starts fast)::
     import simhpc
     res = simhpc.run_experiment(simhpc.load_experiment("exp.toml"))
     rep = simhpc.replay("trace.swf", machine="cab", backfill="easy")
-    app = simhpc.run_app("allreduce", machine="small-fattree", ranks=16)
+    app = simhpc.run_app("tiny-fattree3", "allreduce", 16)
     same = simhpc.load_results("results.h5")
 
 Layers (imports point down only): simhpc -> scheduler -> apps -> models -> pdes.
@@ -29,7 +29,7 @@ _EXPORTS = {
     "load_experiment": ("simhpc.experiment", "load"),
     "loads_experiment": ("simhpc.experiment", "loads"),
     "run_experiment": ("simhpc.experiment.runner", "run_experiment"),
-    "replay": ("simhpc.replay", "replay"),
+    "replay": ("simhpc.trace_replay", "replay"),
     "run_app": ("apps.run", "run_app"),
     "Results": ("simhpc.results", "Results"),
     "load_results": ("simhpc.results", "read_results"),

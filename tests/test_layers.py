@@ -61,14 +61,9 @@ def test_imports_point_down_only(package):
 
 
 # A module named like one of its package's lazy exports replaces the export once it is imported
-# (the import system binds each submodule on its package): ``pkg.replay(...)`` then calls a module.
-SHADOWED = {"scheduler": "scheduler/replay.py shadows scheduler.replay",
-            "simhpc": "simhpc/replay.py shadows simhpc.replay"}
-
-
-@pytest.mark.parametrize("package", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=SHADOWED[p] + "; rename the module, then drop this mark"))
-    if p in SHADOWED else p for p in LAYERS])
+# (the import system binds each submodule on its package): ``pkg.replay(...)`` would then call a
+# module (the replay modules are named replay_engine and trace_replay for this reason).
+@pytest.mark.parametrize("package", LAYERS)
 def test_exported_names_are_not_shadowed_by_submodules(package):
     pkg = importlib.import_module(package)
     for m in pkgutil.walk_packages(pkg.__path__, package + "."):

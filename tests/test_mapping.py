@@ -164,3 +164,17 @@ def test_cartesian_neighbors():
     assert sorted(zip(s.tolist(), d.tolist())) == [(0, 1), (0, 3), (1, 2), (1, 4), (2, 0), (2, 5), (3, 4), (4, 5), (5, 3)]
     s, d = cartesian_neighbors((1, 1))
     assert len(s) == len(d) == 0
+
+
+def test_run_app_gives_a_named_mapping_the_topology_and_the_process_grid():
+    from apps import run_app
+    from apps.mapping import job_rank_nodes
+    from models.presets import get_machine
+
+    m = get_machine("tiny-torus")
+    args = dict(grid=(4, 4, 4), face_bytes=4096, iters=1)
+    res = run_app(m, "stencil3d", 64, mapping="topology", ranks_per_node=1, **args)
+    want = job_rank_nodes("stencil3d", res.args, 64, res.nodes, 1, "topology", m.topology)
+    assert res.rank_nodes == want
+    # ... which is the grid embedding, not the block fill.
+    assert res.rank_nodes != run_app(m, "stencil3d", 64, mapping="block", ranks_per_node=1, **args).rank_nodes

@@ -14,7 +14,7 @@ from scheduler.swf import DROP_REASONS, read_swf
 from simhpc.cli import main
 from simhpc.experiment import loads
 from simhpc.experiment.runner import run_experiment
-from simhpc.replay import replay, replay_results
+from simhpc.trace_replay import replay, replay_results
 from simhpc.results import JOB_COLUMNS, read_results
 from simhpc.results.model import REJECT_REASONS
 

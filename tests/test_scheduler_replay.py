@@ -9,7 +9,7 @@ import pytest
 from scheduler.allocators import ALLOCATORS, FirstFreeAllocator, register_allocator
 from scheduler.errors import UserError
 from scheduler.job import Job
-from scheduler.replay import Machine, replay, resolve_machine
+from scheduler.replay_engine import Machine, replay, resolve_machine
 from scheduler.swf import read_swf
 
 SIX = Path(__file__).parent / "data" / "backfill6.swf"

@@ -48,7 +48,9 @@ HALO_TAG = 1 << 20
 _INF = math.inf
 
 
-def _seed(*parts: Any) -> int:
+def derive_seed(*parts: Any) -> int:
+    """A 128-bit seed derived from ``parts`` (the run seed and names of a stream): the same
+    parts give the same seed on every rank and every run."""
     h = hashlib.blake2b(("simhpc-apps:" + ":".join(map(str, parts))).encode(), digest_size=16).digest()
     return int.from_bytes(h, "little")
 
@@ -162,14 +164,14 @@ class Comm:
         ep = self._ep
         r = ep._rng
         if r is None:
-            r = ep._rng = random.Random(_seed(ep.node.sim.seed, "rank", ep.job, ep.w))
+            r = ep._rng = random.Random(derive_seed(ep.node.sim.seed, "rank", ep.job, ep.w))
         return r
 
     def job_rng(self, stream: str = "") -> random.Random:
         """A new random stream shared by the whole job: every rank that asks for the same
         ``stream`` gets the same draws (so ranks can agree without communicating)."""
         ep = self._ep
-        return random.Random(_seed(ep.node.sim.seed, "job", ep.job, stream))
+        return random.Random(derive_seed(ep.node.sim.seed, "job", ep.job, stream))
 
     # -- compute ------------------------------------------------------------------------------
     def compute(self, seconds: float | None = None, *, flops: float | None = None, bytes: float | None = None) -> None:

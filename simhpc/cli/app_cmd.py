@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--network", default="packet", help="network model: packet or ideal (default: packet)")
     parser.add_argument("--chunk-size", default=None, help="packet model chunk size, e.g. 4KiB")
     parser.add_argument("--ranks-per-node", type=int, default=None, help="ranks per node (default: the machine's cores per node)")
-    parser.add_argument("--mapping", default="block", help="rank-to-node mapping: block or round_robin (default: block)")
+    parser.add_argument("--mapping", default="block", help="rank-to-node mapping: block, round_robin or topology (grid-aware for Cartesian apps; default: block)")
     parser.add_argument("--seed", type=int, default=0, help="run seed (default: 0)")
     parser.add_argument("--eager", default=None, help="eager threshold, e.g. 64KiB (default: 64KiB)")
     parser.add_argument("--algorithm", action="append", default=[], metavar="COLL=ALG",

@@ -74,7 +74,7 @@ def parse_options(items: list[str], flag: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..replay import replay
+    from ..trace_replay import replay
     from .show_cmd import reasons_text
 
     from ..traces import resolve_trace

@@ -2,7 +2,7 @@
 
 :func:`job_columns` turns a finished job list into the job table of the results schema; it
 is shared by ``simhpc run`` (:func:`build_results`) and ``simhpc replay``
-(:mod:`simhpc.replay`), so both write the same job records.
+(:mod:`simhpc.trace_replay`), so both write the same job records.
 """
 
 from __future__ import annotations

@@ -494,7 +494,7 @@ def _trace_run(ctx: _Context, index: int, seed: int, comm: Any) -> RunOutcome:
     from scheduler.workload import seeded_rng
     from ..experiment.spec import (AppChoice, Experiment, ForegroundSpec, MachineSpec, OutputSpec,
                                    SchedulerSpec)
-    from .spec import _machine_dict
+    from .spec import machine_dict
 
     s = ctx.study
     row = _blank_row(-1, seed)
@@ -504,7 +504,7 @@ def _trace_run(ctx: _Context, index: int, seed: int, comm: Any) -> RunOutcome:
                  for b in s.background) or (AppChoice(name="timekeeper"),)
     exp = Experiment(
         name=s.name, seed=seed, end_time=s.end_time,
-        machine=s.machine if isinstance(s.machine, MachineSpec) else MachineSpec(**_machine_dict(s.machine)),
+        machine=s.machine if isinstance(s.machine, MachineSpec) else MachineSpec(**machine_dict(s.machine)),
         network=s.network, workload=s.workload, apps=apps,
         scheduler=SchedulerSpec(order=s.order, backfill=s.backfill, allocator=s.allocator,
                                 allocator_options=dict(s.allocator_options), ranks_per_node=ctx.rpn,

@@ -470,7 +470,7 @@ class InterferenceStudy:
                    "recv_overhead": net.recv_overhead, "intra_node_latency": net.intra_node_latency}
         if net.intra_node_bw is not None:
             network["intra_node_bw"] = net.intra_node_bw
-        d: dict[str, Any] = {"study": st, "machine": _machine_dict(self.machine), "network": network,
+        d: dict[str, Any] = {"study": st, "machine": machine_dict(self.machine), "network": network,
                              "foreground": self.foreground.to_dict()}
         if self.background:
             d["background"] = [b.to_dict() for b in self.background]
@@ -479,7 +479,7 @@ class InterferenceStudy:
         return d
 
 
-def _machine_dict(m: Any) -> dict[str, Any]:
+def machine_dict(m: Any) -> dict[str, Any]:
     """A MachineSpec's data; a Machine object is written as an inline topology."""
     if isinstance(m, MachineSpec):
         return m.to_dict()

@@ -1,6 +1,6 @@
 """Trace replay with results files: ``simhpc replay TRACE --out r.h5 --swf-out s.swf``.
 
-The replay engine (:func:`scheduler.replay.replay`) runs an SWF trace through a scheduler;
+The replay engine (:func:`scheduler.replay_engine.replay`) runs an SWF trace through a scheduler;
 this module turns what it produced into the :class:`~simhpc.results.Results` that
 ``simhpc run`` writes, through the same job-table code (:func:`job_columns`), so that
 ``simhpc show`` and ``simhpc plot`` read a replay like any run::
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from scheduler.job import Job
-from scheduler.replay import ReplayResult
-from scheduler.replay import replay as replay_engine
+from scheduler.replay_engine import ReplayResult
+from scheduler.replay_engine import replay as replay_engine
 
 from .experiment.results_builder import job_columns, rejected_by_reason
 from .results import Results
@@ -109,7 +109,7 @@ def write_replay_swf(res: ReplayResult, path: str | os.PathLike[str]) -> int:
 
 def replay(trace: Any, *, out: str | os.PathLike[str] | None = None, swf_out: str | os.PathLike[str] | None = None,
            name: str | None = None, **options: Any) -> ReplayResult:
-    """Replay ``trace`` through a scheduler (:func:`scheduler.replay.replay`, whose keyword
+    """Replay ``trace`` through a scheduler (:func:`scheduler.replay_engine.replay`, whose keyword
     arguments ``options`` are) and write its results file (``out``, the schema of
     ``simhpc run``) and its simulated schedule as SWF (``swf_out``) when asked."""
     from .results import write_results

@@ -2,7 +2,7 @@
 
 This is the Python API behind ``simhpc replay``::
 
-    from scheduler.replay import replay
+    from scheduler.replay_engine import replay
     r = replay("CTC-SP2-1996-3.1-cln.swf.gz", order="fcfs", backfill="easy")
     print(r.summary())          # the figures of ``simhpc replay --json``
     r.table.to_csv("jobs.csv")  # per-job metrics
