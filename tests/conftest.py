@@ -1,4 +1,4 @@
-"""Make the shared test helpers importable from tests/ and tests/mpi/."""
+"""Make the shared test helpers (tests/*.py) importable from every test folder (one per package, plus tests/mpi/)."""
 
 import os
 import sys

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: The layers, top first; each may import the ones after it.
 LAYERS = ("simhpc", "scheduler", "apps", "models", "pdes")
 

@@ -29,7 +29,7 @@ from simhpc.studies import (
 )
 from simhpc.studies.hdf5 import StudyFileError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
 
 REL = 1e-12

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "apps.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "apps.md"
 
 
 def blocks() -> list[str]:

@@ -11,7 +11,7 @@ import pytest
 from simhpc.cli import main
 from simhpc.traces import trace_path
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 SIX = str(DATA / "backfill6.swf")
 
 
@@ -26,7 +26,7 @@ def test_summary_table_and_json(capsys):
     assert code == 0 and err == ""
     lines = out.strip().splitlines()
     summary = json.loads(lines[-1])
-    # FCFS + EASY (tests/test_backfill.py): starts 0, 10, 23, 3, 33, 33 for submits 0..5
+    # FCFS + EASY (tests/scheduler/test_backfill.py): starts 0, 10, 23, 3, 33, 33 for submits 0..5
     assert summary["jobs"] == 6 and summary["rejected"] == 0
     assert summary["makespan"] == 133.0
     assert summary["mean_wait"] == pytest.approx(87 / 6) and summary["max_wait"] == 29.0

@@ -18,7 +18,7 @@ from scheduler.swf import write_swf
 from scheduler.workload import LogNormal, PowerOfTwo, SyntheticWorkload, Uniform
 from simhpc.traces import trace_path
 
-SRC = Path(__file__).resolve().parents[1]
+SRC = Path(__file__).resolve().parents[2]
 
 
 def workload():

@@ -24,7 +24,7 @@ from simhpc.experiment import (
     loads,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 FULL = """
 name = "full"

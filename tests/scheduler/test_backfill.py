@@ -27,7 +27,7 @@ from scheduler.swf import read_swf
 from scheduler.workload import Constant, Exponential, LogNormal, PowerOfTwo, SyntheticWorkload, Uniform
 from simhpc.traces import trace_path
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 MPP_QUEUES = [QueueSpec(name="express", priority=2, max_nodes=2), QueueSpec(name="batch", priority=1)]
 FAIRSHARE_ONLY = {"weight_fairshare": 1.0, "weight_age": 0.0, "weight_size": 0.0}

@@ -12,7 +12,7 @@ from scheduler.job import Job
 from scheduler.replay_engine import Machine, replay, resolve_machine
 from scheduler.swf import read_swf
 
-SIX = Path(__file__).parent / "data" / "backfill6.swf"
+SIX = Path(__file__).resolve().parents[1] / "data" / "backfill6.swf"
 
 
 def test_replay_of_a_path():

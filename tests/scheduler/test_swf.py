@@ -13,7 +13,7 @@ from scheduler.job import Job
 from scheduler.swf import SWF_FIELDS, read_swf, write_swf
 from simhpc.traces import trace_path
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 HEADER = """\
 ; Version: 2.2

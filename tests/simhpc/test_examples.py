@@ -10,7 +10,7 @@ import pytest
 from simhpc.experiment import load
 from simhpc.experiment.runner import run_experiment
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 SMALL_SIZES = 'workload.size={dist="power_of_two", low=16, high=64}'
 REDUCED = {

@@ -13,7 +13,7 @@ from simhpc.cli import main
 from simhpc.experiment import ConfigError, loads
 from simhpc.traces import BUILTIN, UnknownTraceError, available, resolve_trace, trace_path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ARCHIVE = ROOT.parent / "shared" / "traces"  # the archive copies, beside the repository when present
 MACHINE = '[machine]\npreset = "tiny-torus"\n'
 NAMES = ("CTC-SP2-1996-3.1-cln.swf.gz", "lublin_256.swf")

@@ -18,7 +18,7 @@ from simhpc.trace_replay import replay, replay_results
 from simhpc.results import JOB_COLUMNS, read_results
 from simhpc.results.model import REJECT_REASONS
 
-SIX = Path(__file__).parent / "data" / "backfill6.swf"
+SIX = Path(__file__).resolve().parents[1] / "data" / "backfill6.swf"
 
 # The header says 8 processors; the machine of the experiment below has 16 nodes.
 HEADER_SMALLER = """; MaxProcs: 8

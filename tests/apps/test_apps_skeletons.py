@@ -9,7 +9,7 @@ import random
 import pytest
 
 from apps import AppConfigError, app_names, run_app
-from apps.mpi.comm import _seed, dims_create
+from apps.mpi.comm import derive_seed, dims_create
 from apps.skeletons.pairs import Permutation
 from apps.skeletons.unstr_mesh import neighbours
 
@@ -25,7 +25,7 @@ def _a2a_bruck_bytes(p, n):
 
 
 def _mesh_bytes(p, n, seed=0):
-    key = random.Random(_seed(seed, "job", 0, "unstr-mesh")).getrandbits(64)
+    key = random.Random(derive_seed(seed, "job", 0, "unstr-mesh")).getrandbits(64)
     dims = dims_create(p, 3)
     return sum(s for r in range(p) for _, s in neighbours(r, dims, 1, 6, key, n, None))
 

@@ -12,7 +12,7 @@ from simhpc.plots import COMPARISON_FIGURES, PER_FILE_FIGURES
 from simhpc.results import JOB_COLUMNS, LINK_COLUMNS, SCHEMA_VERSION, SERIES, write_results
 from simhpc.results.schema_doc import doc_blocks, generated_tables, update_doc
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "results.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 
 
 def test_generated_tables_are_up_to_date():
