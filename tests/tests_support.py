@@ -38,3 +38,20 @@ def run_traffic(topo, msgs_by_src, *, model="packet", chunk=4096, o_s=0.0, o_r=0
     return sim, net, sorted(log), sorted(sent)
 
 
+
+
+def load_test_module(relpath: str):
+    """A test module of another folder (e.g. ``"simhpc/test_studies.py"``), imported once under
+    its own name, so the MPI tests reuse the sequential tests' cases instead of copying them."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent / relpath
+    name = path.stem
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]

@@ -13,7 +13,9 @@ def test_experiment_identical_to_sequential():
 
     from simhpc.experiment import loads
     from simhpc.experiment.runner import run_experiment
-    from test_experiment_run import SMALL
+    from tests_support import load_test_module
+
+    SMALL = load_test_module("simhpc/test_experiment_run.py").SMALL
 
     comm = MPI.COMM_WORLD
     exp = loads(SMALL, overrides=["workload.jobs=12"])
@@ -38,7 +40,9 @@ def test_hdf5_job_tables_identical_for_p1_and_p(tmp_path_factory):
     from simhpc.experiment.runner import run_experiment
     from simhpc.results.compare import job_table_diff
     from simhpc.results.hdf5 import read_results, write_results
-    from test_experiment_run import SMALL
+    from tests_support import load_test_module
+
+    SMALL = load_test_module("simhpc/test_experiment_run.py").SMALL
 
     comm = MPI.COMM_WORLD
     exp = loads(SMALL, overrides=["workload.jobs=8"])

@@ -15,7 +15,10 @@ def test_static_study_identical_to_sequential(parallel):
     from mpi4py import MPI
 
     from simhpc.studies import run_study
-    from test_studies import _same, _study
+    from tests_support import load_test_module
+
+    seq = load_test_module("simhpc/test_studies.py")  # the sequential tests' cases
+    _same, _study = seq._same, seq._study
 
     st = dataclasses.replace(_study(), parallel=parallel)
     par = run_study(st, comm=MPI.COMM_WORLD)
@@ -29,7 +32,10 @@ def test_trace_study_identical_to_sequential(parallel):
     from mpi4py import MPI
 
     from simhpc.studies import loads_study, run_study
-    from test_studies import TRACE_TOML, _same
+    from tests_support import load_test_module
+
+    seq = load_test_module("simhpc/test_studies.py")
+    TRACE_TOML, _same = seq.TRACE_TOML, seq._same
 
     st = loads_study(TRACE_TOML, overrides=[f'study.parallel="{parallel}"'])
     _same(run_study(st, comm=None), run_study(st, comm=MPI.COMM_WORLD))
