@@ -84,7 +84,7 @@ class AppResult:
     def to_dict(self) -> dict[str, Any]:
         """The figures as plain JSON-able values (no per-rank node list when large)."""
         return {
-            "app": self.app, "args": {k: _plain(v) for k, v in self.args.items()}, "machine": self.machine,
+            "app": self.app, "args": {k: plain_data(v) for k, v in self.args.items()}, "machine": self.machine,
             "network": self.network, "ranks": self.ranks, "ranks_per_node": self.ranks_per_node,
             "nodes": len(self.nodes), "start": self.start, "end": self.end, "runtime": self.runtime,
             "bytes_sent": self.bytes_sent, "messages": self.messages, "network_bytes": self.network_bytes,
@@ -94,15 +94,17 @@ class AppResult:
         }
 
 
-def _plain(v: Any) -> Any:
+def plain_data(v: Any) -> Any:
+    """``v`` as plain JSON/HDF5-ready data: numpy scalars become Python numbers, tuples lists,
+    mappings dicts with string keys, anything else its repr."""
     if isinstance(v, (str, int, float, bool)) or v is None:
         return v
     if isinstance(v, np.generic):
         return v.item()
     if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
+        return [plain_data(x) for x in v]
     if isinstance(v, Mapping):
-        return {str(k): _plain(x) for k, x in v.items()}
+        return {str(k): plain_data(x) for k, x in v.items()}
     return repr(v)
 
 

@@ -36,10 +36,11 @@ from typing import Any
 
 import numpy as np
 
+from apps.run import plain_data
 from pdes import Entity, Simulator
-
 from scheduler.errors import UserError
 from scheduler.job import Job
+
 from .results import HOT_COLUMNS, RUN_COLUMNS, StudyResults, empty_columns
 from .spec import InterferenceStudy, dumps_study
 
@@ -608,7 +609,7 @@ def _assemble(study: InterferenceStudy, machine: Any, outcomes: list[RunOutcome]
         machine={"name": machine.name, "nodes": int(machine.n_nodes), "family": topo.name,
                  "routers": int(topo.n_routers), "links": int(topo.n_links),
                  "cores_per_node": int(machine.cores_per_node), "routing": str(topo.routing)},
-        foreground={"app": fg.app, "ranks": int(fg.ranks), "args": json.dumps(_plain(fg.args), sort_keys=True),
+        foreground={"app": fg.app, "ranks": int(fg.ranks), "args": json.dumps(plain_data(fg.args), sort_keys=True),
                     "ranks_per_node": int(study.rpn(machine)), "allocator": study.allocator},
         runs=runs, fg_nodes_ptr=ptr, fg_node_ids=ids, hot=hot,
         info={"wall_s": float(wall_s), "ranks": int(ranks), "parallel": study.parallel, "simhpc": __version__,
@@ -616,13 +617,3 @@ def _assemble(study: InterferenceStudy, machine: Any, outcomes: list[RunOutcome]
     )
 
 
-def _plain(v: Any) -> Any:
-    if isinstance(v, (str, int, float, bool)) or v is None:
-        return v
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
-    return repr(v)
