@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from pdes.errors import UserError
 from scheduler.job import Job
 from scheduler.replay_engine import ReplayResult
 from scheduler.replay_engine import replay as replay_engine
 
 from .experiment.results_builder import job_columns, rejected_by_reason
+from .outputs import output_problem
 from .results import Results
 
 __all__ = ["replay", "replay_results", "replay_jobs", "write_replay_swf"]
@@ -114,23 +115,13 @@ def replay(trace: Any, *, out: str | os.PathLike[str] | None = None, swf_out: st
     ``simhpc run``) and its simulated schedule as SWF (``swf_out``) when asked."""
     from .results import write_results
 
-    for what, p in (("the results file", out), ("the SWF file", swf_out)):
-        if p is not None:
-            _check_writable(what, p)
+    for what, p, example in (("the results file", out, "results.h5"), ("the SWF file", swf_out, "schedule.swf")):
+        problem = output_problem(what, p, example=example) if p is not None else None
+        if problem:
+            raise UserError(problem)
     res = replay_engine(trace, **options)
     if out is not None:
         write_results(replay_results(res, seed=int(options.get("seed", 0)), name=name), out)
     if swf_out is not None:
         write_replay_swf(res, swf_out)
     return res
-
-
-def _check_writable(what: str, path: str | os.PathLike[str]) -> None:
-    from pdes.errors import UserError
-
-    p = Path(path)
-    if p.is_dir():
-        raise UserError(f"{what} {str(p)!r} is a directory; give a file name")
-    d = p.parent if str(p.parent) else Path(".")
-    if not d.is_dir():
-        raise UserError(f"{what} {str(p)!r}: the folder {str(d)!r} does not exist")

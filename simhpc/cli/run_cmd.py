@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from ..outputs import output_problem
 from .common import CliError, print_json
 
 HELP = "run an experiment (a TOML file, or the bundled default) and write its results (HDF5)"
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     rank = comm.rank if comm is not None else 0
     if out is not None:
         # Checked on rank 0 and shared, so that every rank stops (none waits for rank 0 in the run).
-        problem = _writable_problem(out) if rank == 0 else None
+        problem = output_problem("--out", out, example="results.h5") if rank == 0 else None
         if comm is not None:
             problem = comm.bcast(problem, root=0)
         if problem:
@@ -82,17 +83,3 @@ def _world_comm() -> Any:
         return world_comm()
     except ImportError:
         raise CliError("running under mpirun needs mpi4py: pip install 'simhpc[mpi]'") from None
-
-
-def _writable_problem(path: str) -> str | None:
-    """Why the results file cannot be written (None when it can)."""
-    import os
-
-    if os.path.isdir(path):
-        return f"--out {path!r} is a directory; give a file name such as results.h5"
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        return f"--out {path!r}: the folder {d!r} does not exist"
-    if not os.access(d, os.W_OK):
-        return f"--out {path!r}: the folder {d!r} is not writable"
-    return None

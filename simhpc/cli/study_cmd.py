@@ -14,6 +14,7 @@ import os
 import re
 import sys
 
+from ..outputs import output_problem
 from .common import CliError, print_json, table
 
 HELP = "run an interference study: a foreground job among background jobs, against its runtime alone and ideal"
@@ -33,12 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="end the output with one JSON object of the figures")
 
 
-def _check_folder(flag: str, path: str, *, is_dir: bool = False) -> None:
-    d = path if is_dir else os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise CliError(f"{flag} {path!r}: the folder {d!r} does not exist")
-    if not os.access(d, os.W_OK):
-        raise CliError(f"{flag} {path!r}: the folder {d!r} is not writable")
+def _check_output(flag: str, path: str, *, example: str = "", is_dir: bool = False) -> None:
+    problem = output_problem(flag, path, example=example, is_dir=is_dir)
+    if problem:
+        raise CliError(problem)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,11 +53,9 @@ def run(args: argparse.Namespace) -> int:
     rank = comm.rank if comm is not None else 0
     if rank == 0:
         if args.out:
-            if os.path.isdir(args.out):
-                raise CliError(f"--out {args.out!r} is a directory; give a file name such as study.h5")
-            _check_folder("--out", args.out)
+            _check_output("--out", args.out, example="study.h5")
         if args.plot:
-            _check_folder("--plot", args.plot, is_dir=True)
+            _check_output("--plot", args.plot, is_dir=True)
     res = run_study(study, comm=comm, progress=args.progress)
     if rank != 0:
         return 0
