@@ -53,7 +53,7 @@ from .mpi.comm import Comm
 from .mpi.p2p import Endpoint
 from .registry import JobContext, get_app
 
-__all__ = ["LaunchSpec", "MpiNode", "MpiOptions", "MpiShared", "NodeReport"]
+__all__ = ["LaunchSpec", "MpiNode", "MpiOptions", "MpiShared", "NodeReport", "whole_bytes"]
 
 # The MPI layer's own frames, passed over when a deadlock report names the app line a rank
 # blocked at.
@@ -63,6 +63,21 @@ _MPI_DIRS = (_MPI_DIR, os.path.join(_MPI_DIR, "collectives"))
 DEFAULT_EAGER = 65536
 DEFAULT_CTRL = 64
 DEFAULT_POLL = 1e-7
+
+
+def whole_bytes(name: str, value: Any, *, error: type[Exception] = AppConfigError) -> int:
+    """A whole number of bytes >= 0 from ``'64KiB'`` or a number, for the MPI options.
+
+    ``name`` is the key as the user wrote it (``"scheduler.eager_threshold"``, ``"--eager"``);
+    errors name it and are raised as ``error``.
+    """
+    try:
+        b = parse_bytes(value, what=name)
+    except UnitError as exc:
+        raise error(f"{name}: {str(exc).split(': ', 1)[-1]}") from None
+    if not (b >= 0 and float(b).is_integer()):
+        raise error(f"{name} must be a whole number of bytes >= 0, got {value!r}")
+    return int(b)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,14 +101,7 @@ class MpiOptions:
         from .mpi.collectives import check_forced
 
         for name in ("eager_threshold", "ctrl_bytes"):
-            v = getattr(self, name)
-            try:
-                b = parse_bytes(v, what=name)
-            except UnitError as exc:
-                raise AppConfigError(f"{name}: {str(exc).split(': ', 1)[-1]}") from None
-            if not (b >= 0 and float(b).is_integer()):
-                raise AppConfigError(f"{name} must be a whole number of bytes >= 0, got {v!r}")
-            object.__setattr__(self, name, int(b))
+            object.__setattr__(self, name, whole_bytes(name, getattr(self, name)))
         try:
             t = parse_time(self.poll_time, what="poll_time")
         except UnitError as exc:

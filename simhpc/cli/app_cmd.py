@@ -109,7 +109,9 @@ def run(args: argparse.Namespace) -> int:
     network = NetworkConfig(**net_kw)
     options: dict[str, Any] = {}
     if args.eager is not None:
-        options["eager_threshold"] = args.eager
+        from apps.node import whole_bytes
+
+        options["eager_threshold"] = whole_bytes("--eager", args.eager, error=CliError)
     if args.end_time is not None:
         options["end_time"] = parse_time(args.end_time, what="--end-time")
     algorithms = {k: str(v) for k, v in _pairs(args.algorithm, "--algorithm").items()}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from models.network import NetworkConfig
-from models.units import UnitError, parse_bytes, parse_time
+from models.units import UnitError, parse_time
 
 from pdes.validate import check_bool, check_choice, check_float, check_int, is_number
 from scheduler.errors import UserError
@@ -512,12 +512,10 @@ class SchedulerSpec:
                 raise ConfigError(f"scheduler.{k}: must be true or false, got {getattr(self, k)!r}")
         if self.ranks_per_node is not None:
             _int("scheduler.ranks_per_node", self.ranks_per_node, 1)
-        try:
-            b = parse_bytes(self.eager_threshold, what="scheduler.eager_threshold")
-        except UnitError as exc:
-            raise ConfigError(str(exc)) from None
-        object.__setattr__(self, "eager_threshold", int(b))
-        from apps.node import MpiOptions
+        from apps.node import MpiOptions, whole_bytes
+
+        object.__setattr__(self, "eager_threshold",
+                           whole_bytes("scheduler.eager_threshold", self.eager_threshold, error=ConfigError))
 
         try:
             MpiOptions(eager_threshold=self.eager_threshold, algorithms=dict(self.algorithms))

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from models.network import NetworkConfig, NetworkConfigError
-from models.units import UnitError, parse_bytes, parse_time
+from models.units import UnitError, parse_time
 
 from pdes.validate import check_choice, check_float, check_int, is_int
 from scheduler.errors import UserError
@@ -354,13 +354,11 @@ class InterferenceStudy:
         _int("study.hot_links", self.hot_links, 0)
         object.__setattr__(self, "end_time", _time("study.end_time", self.end_time, positive=True, allow_inf=True))
         _choice("study.parallel", self.parallel, PARALLEL)
-        try:
-            eager = int(parse_bytes(self.eager_threshold, what="study.eager_threshold"))
-        except UnitError as exc:
-            raise StudyConfigError(str(exc)) from None
+        from apps.node import MpiOptions, whole_bytes
+
+        eager = whole_bytes("study.eager_threshold", self.eager_threshold, error=StudyConfigError)
         object.__setattr__(self, "eager_threshold", eager)
         object.__setattr__(self, "algorithms", _mapping("study.algorithms", self.algorithms))
-        from apps.node import MpiOptions
 
         try:
             MpiOptions(eager_threshold=eager, algorithms=dict(self.algorithms))

@@ -191,6 +191,8 @@ BAD = [
     ('[scheduler]\nmapping = "snake"', "scheduler.mapping: unknown value 'snake'; valid: block, round_robin"),
     ('[scheduler]\nkill_overrun = "yes"', "scheduler.kill_overrun: must be true or false"),
     ('[scheduler]\nalgorithms = { allreduce = "magic" }', "scheduler.algorithms:"),
+    ('[scheduler]\neager_threshold = -1', r"scheduler\.eager_threshold must be a whole number of bytes >= 0, got -1"),
+    ('[scheduler]\neager_threshold = "abc"', r"scheduler\.eager_threshold: cannot parse 'abc'"),
     ('end_time = "soon"', "end_time: cannot parse 'soon'"),
     ('seed = 1.5', "seed: must be an integer"),
     ('name = ', "not valid TOML"),

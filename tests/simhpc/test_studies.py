@@ -346,6 +346,7 @@ BAD = [
     ({"seeds": 0}, "study.seeds: must be an integer >= 1"),
     ({"mapping": "cyclic"}, "study.mapping: unknown value 'cyclic'; valid: block, round_robin"),
     ({"parallel": "both"}, "study.parallel: unknown value 'both'; valid: runs, simulation"),
+    ({"eager_threshold": -1}, "study.eager_threshold must be a whole number of bytes >= 0, got -1"),
     ({"background": ()}, "background: k > 0 needs at least one [[background]] app"),
     ({"background": (BackgroundApp(app="pairs"),)}, "background[pairs]: give its size"),
     ({"mode": "trace"}, "study.k: only used in static mode"),
