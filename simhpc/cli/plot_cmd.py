@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..outputs import output_problem
 from .common import CliError, print_json
 
 HELP = ("draw figures of results files: wait-time CDF, utilization, APH by job size, network slowdown "
@@ -14,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="RESULTS.h5",
                         help="results files written by simhpc run; several are compared on one plot")
     parser.add_argument("--out", default=".", metavar="DIR",
-                        help="directory for the figures (default: current directory)")
+                        help="directory for the figures (default: current directory; created when missing)")
     parser.add_argument("--format", default="png", choices=("png", "pdf", "svg"),
                         help="figure file format (default png)")
     parser.add_argument("--dpi", type=int, default=120, help="resolution of png figures (default 120)")
@@ -32,6 +33,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.dpi < 10:
         raise CliError(f"--dpi must be >= 10, got {args.dpi}")
+    problem = output_problem("--out", args.out, is_dir=True)
+    if problem:
+        raise CliError(problem)
     results = [read_results(f) for f in args.files]
     try:
         out = plot_files(results, args.out, fmt=args.format, dpi=args.dpi, stems=args.files)

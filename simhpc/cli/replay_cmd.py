@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..outputs import output_problem
 from .common import CliError, print_json, table, positive_int
 
 HELP = "replay an SWF workload trace through a scheduler and print its metrics"
@@ -38,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     parser.add_argument("--jobs-out", metavar="FILE.csv", help="write the per-job table as CSV")
     parser.add_argument("--out", metavar="RESULTS.h5",
-                        help="write the results file (the schema of simhpc run: simhpc show / plot read it)")
+                        help="write the results file (the schema of simhpc run: simhpc show / plot read it); an "
+                             "existing regular file is replaced, a symbolic link to one is written through, "
+                             "anything else (a device, a FIFO) is refused")
     parser.add_argument("--swf-out", metavar="FILE.swf",
                         help="write the simulated schedule as SWF (simulated wait and run time; status 1 "
                              "completed, 0 killed or failed, 5 rejected)")
@@ -83,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--nodes must be >= 1, got {args.nodes}; give the machine size in nodes, e.g. --nodes 128")
     if args.cores_per_node is not None and args.cores_per_node < 1:
         raise CliError(f"--cores-per-node must be >= 1, got {args.cores_per_node}")
+    for flag, path, example in (("--out", args.out, "results.h5"), ("--swf-out", args.swf_out, "schedule.swf")):
+        problem = output_problem(flag, path, example=example) if path is not None else None
+        if problem:
+            raise CliError(problem)
     res = replay(
         str(resolve_trace(args.trace)),
         nodes=args.nodes,
@@ -134,12 +141,12 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"cannot write --jobs-out {args.jobs_out!r}: {exc.strerror or exc}") from None
         print(f"wrote {n} job rows to {args.jobs_out}")
-    if args.out:
+    if args.out is not None:
         print(f"results written to {args.out}")
-    if args.swf_out:
+    if args.swf_out is not None:
         print(f"simulated schedule written to {args.swf_out}")
     if args.json:
-        if args.out:
+        if args.out is not None:
             s["results"] = args.out
         print_json(s)
     return 0

@@ -15,8 +15,12 @@ HELP = "run an experiment (a TOML file, or the bundled default) and write its re
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("experiment", nargs="?", metavar="EXP.toml",
                         help="experiment file (default: the bundled default experiment)")
-    parser.add_argument("--out", metavar="RESULTS.h5", help="results file (default: the experiment's output.path)")
-    parser.add_argument("--no-out", action="store_true", help="do not write a results file")
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--out", metavar="RESULTS.h5",
+                     help="results file (default: the experiment's output.path); an existing regular file is "
+                          "replaced, a symbolic link to one is written through, anything else (a device, a FIFO) "
+                          "is refused")
+    out.add_argument("--no-out", action="store_true", help="do not write a results file")
     parser.add_argument("--seed", type=int, help="override the experiment's seed")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                         help="override a value of the experiment, e.g. --set scheduler.allocator=random "
@@ -41,12 +45,14 @@ def run(args: argparse.Namespace) -> int:
     if args.print_config:
         sys.stdout.write(dumps(exp))
         return 0
-    out = None if args.no_out else (args.out or exp.output.path)
+    out, flag = None, "--out"
+    if not args.no_out:
+        out, flag = (args.out, "--out") if args.out is not None else (exp.output.path, "output.path")
     comm = _world_comm()
     rank = comm.rank if comm is not None else 0
     if out is not None:
         # Checked on rank 0 and shared, so that every rank stops (none waits for rank 0 in the run).
-        problem = output_problem("--out", out, example="results.h5") if rank == 0 else None
+        problem = output_problem(flag, out, example="results.h5") if rank == 0 else None
         if comm is not None:
             problem = comm.bcast(problem, root=0)
         if problem:

@@ -22,9 +22,11 @@ HELP = "run an interference study: a foreground job among background jobs, again
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", metavar="STUDY.toml", help="study file (see docs/studies.md)")
-    parser.add_argument("--out", metavar="FILE.h5", help="write the results (HDF5, schema simhpc-study) to this file")
+    parser.add_argument("--out", metavar="FILE.h5",
+                        help="write the results (HDF5, schema simhpc-study) to this file; an existing regular file "
+                             "is replaced, a symbolic link to one is written through, anything else is refused")
     parser.add_argument("--plot", metavar="DIR", help="draw the figure (slowdown and runtime vs background jobs) "
-                                                      "as DIR/<study name>.png")
+                                                      "as DIR/<study name>.png (DIR is created when missing)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                         help="override a value of the study file, e.g. --set study.seeds=5 or "
                              "--set study.allocator=t123 (repeatable)")
@@ -52,9 +54,9 @@ def run(args: argparse.Namespace) -> int:
     comm = world_comm()
     rank = comm.rank if comm is not None else 0
     if rank == 0:
-        if args.out:
+        if args.out is not None:
             _check_output("--out", args.out, example="study.h5")
-        if args.plot:
+        if args.plot is not None:
             _check_output("--plot", args.plot, is_dir=True)
     res = run_study(study, comm=comm, progress=args.progress)
     if rank != 0:
@@ -80,15 +82,17 @@ def run(args: argparse.Namespace) -> int:
         print(table(rows, ["k", "seed", "#", "link", "vertices", "kind", "util", "util alone", "fg bytes",
                            "other bytes"]))
     s = res.summary()
-    if args.out:
+    if args.out is not None:
         from ..studies.hdf5 import write_study
 
         write_study(res, args.out)
         print(f"results written to {args.out}")
         s["results"] = args.out
-    if args.plot:
+    if args.plot is not None:
+        from ..outputs import ensure_folder
         from ..studies.plot import plot_study
 
+        ensure_folder("--plot", args.plot)
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", res.name) or "study"
         out = plot_study(res, os.path.join(args.plot, f"{name}.png"))
         print(f"figure written to {out}")

@@ -23,7 +23,9 @@ subgroup, and anything else is a dataset of JSON text (``python_type = "json"``)
 
 The file is written atomically: to a temporary file in the same directory, which is renamed
 onto the final name only once it is complete, so a crash never leaves a half-written file
-under the final name (an earlier file of that name stays intact).
+under the final name (an earlier file of that name stays intact). Only a regular file is
+replaced: a device, FIFO, socket or dangling symbolic link is refused; a symbolic link to a
+regular file is written through (the file it points to is replaced, the link stays).
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ import contextlib
 import datetime as _dt
 import json
 import os
-import secrets
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -40,6 +41,7 @@ import numpy as np
 
 from pdes.validate import is_int
 from scheduler.errors import UserError
+from ..outputs import OutputPathError, temp_sibling, write_target
 from .model import JOB_COLUMNS, LINK_COLUMNS, SCHEMA_NAME, SCHEMA_VERSION, SERIES, Results
 
 __all__ = ["ResultsFileError", "write_results", "read_results", "read_file_info", "NODES_PTR", "NODES_LIST"]
@@ -78,24 +80,38 @@ def write_results(results: Results, path: str | os.PathLike[str], *, created: st
     time, ISO 8601). It is the only time-dependent content: two writes of the same results
     with the same ``created`` give byte-identical files.
 
-    Raises :class:`ResultsFileError` when ``path`` is a directory or its directory does not
+    Raises :class:`ResultsFileError` when ``path`` is a directory, a device, a FIFO, a dangling
+    symbolic link (anything but a regular file or a link to one) or its directory does not
     exist, and ``ValueError``/``TypeError`` when ``results`` does not fit the schema (a job
     column of the wrong type, link arrays of different lengths, ...).
     """
     p = Path(path)
+    if os.fspath(path) == "":
+        raise ResultsFileError(p, "an empty file name; give one such as results.h5")
     if p.is_dir():
         raise ResultsFileError(p, "is a directory; give a file name such as results.h5")
-    directory = p.parent
+    try:
+        # A symbolic link to a regular file is written through; a device, FIFO, dangling link... is refused.
+        target = write_target(p)
+    except OutputPathError as exc:
+        raise ResultsFileError(p, exc.reason) from None
+    directory = target.parent
     if not directory.is_dir():
         raise ResultsFileError(p, f"directory {os.fspath(directory) or '.'} does not exist")
     h5py = _h5py()
-    # A hidden name in the same directory (the rename must not cross file systems).
-    tmp = directory / f".{p.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    tmp = temp_sibling(target)
     try:
         with h5py.File(tmp, "x", track_order=True) as f:
             _write_file(f, results, created)
         _fsync_path(tmp)
-        os.replace(tmp, p)
+        # Checked again now: the path may have become something else during the run.
+        if write_target(p) != target:
+            raise ResultsFileError(p, "changed during the run (it now points elsewhere); not replaced")
+        os.replace(tmp, target)
+    except OutputPathError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise ResultsFileError(p, exc.reason) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import secrets
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from scheduler.errors import UserError
+from ..outputs import OutputPathError, temp_sibling, write_target
 from .results import HOT_COLUMNS, RUN_COLUMNS, SCHEMA_NAME, SCHEMA_VERSION, StudyResults
 
 __all__ = ["StudyFileError", "read_study", "write_study", "SUMMARY_COLUMNS"]
@@ -100,20 +100,28 @@ def _summary_columns(res: StudyResults) -> dict[str, np.ndarray]:
 
 
 def write_study(res: StudyResults, path: str | os.PathLike[str], *, created: str | None = None) -> Path:
-    """Write ``res`` to the HDF5 file ``path`` atomically; returns the path.
+    """Write ``res`` to the HDF5 file ``path`` atomically; returns the path. Only a regular
+    file is replaced (a symbolic link to one is written through), as for results files.
 
     ``created`` (default: now, UTC, ISO 8601) is the only time-dependent content.
     """
     h5py = _h5py()
+    if os.fspath(path) == "":
+        raise StudyFileError("an empty file name; give one such as study.h5")
     path = Path(path)
     if path.is_dir():
         raise StudyFileError(f"{path}: is a directory; give a file name such as study.h5")
-    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        # A symbolic link to a regular file is written through; a device, FIFO, dangling link... is refused.
+        target = write_target(path)
+    except OutputPathError as exc:
+        raise StudyFileError(str(exc)) from None
+    folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise StudyFileError(f"{path}: the folder {str(folder)!r} does not exist")
-    tmp = folder / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    tmp = temp_sibling(target)
     try:
-        with h5py.File(tmp, "w", track_order=True) as f:
+        with h5py.File(tmp, "x", track_order=True) as f:
             f.attrs["schema"] = SCHEMA_NAME
             f.attrs["schema_version"] = SCHEMA_VERSION
             f.attrs["simhpc_version"] = str(res.info.get("simhpc", ""))
@@ -136,10 +144,15 @@ def write_study(res: StudyResults, path: str | os.PathLike[str], *, created: str
             ds.attrs["description"] = "the foreground's nodes of every run, concatenated"
             _write_columns(f.create_group("hot_links"), res.hot, HOT_COLUMNS)
             _write_columns(f.create_group("summary"), _summary_columns(res), SUMMARY_COLUMNS)
-        os.replace(tmp, path)
+        # Checked again now: the path may have become something else during the study.
+        if write_target(path) != target:
+            raise StudyFileError(f"{path}: changed during the run (it now points elsewhere); not replaced")
+        os.replace(tmp, target)
+    except OutputPathError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StudyFileError(str(exc)) from None
     except BaseException:
-        if tmp.exists():
-            tmp.unlink()
+        tmp.unlink(missing_ok=True)
         raise
     return path
 

@@ -413,7 +413,8 @@ def test_cli_study(tmp_path, capsys):
     f = tmp_path / "s.toml"
     f.write_text(CLI_TOML)
     out_h5 = tmp_path / "r.h5"
-    assert main(["study", str(f), "--out", str(out_h5), "--plot", str(tmp_path), "--json", "--hot"]) == 0
+    figs = tmp_path / "results" / "figures"  # missing: created (the README's `--plot results/`)
+    assert main(["study", str(f), "--out", str(out_h5), "--plot", str(figs), "--json", "--hot"]) == 0
     out = capsys.readouterr().out
     lines = out.strip().splitlines()
     assert lines[0].startswith("study cli (static): ring x 6 ranks on tiny-fattree3 (16 nodes), random placement, 4 runs")
@@ -421,8 +422,8 @@ def test_cli_study(tmp_path, capsys):
     s = json.loads(lines[-1])
     assert s["runs"] == 4 and s["status"] == {"ok": 4} and [x["k"] for x in s["by_k"]] == [0, 2]
     assert s["by_k"][0]["median_slowdown"] == 1.0
-    assert read_study(out_h5).n_runs == 4 and (tmp_path / "cli.png").exists()
-    assert s["results"] == str(out_h5) and s["figure"] == str(tmp_path / "cli.png")
+    assert read_study(out_h5).n_runs == 4 and (figs / "cli.png").exists()
+    assert s["results"] == str(out_h5) and s["figure"] == str(figs / "cli.png")
     assert main(["study", str(f), "--print-config", "--set", "study.seeds=3"]) == 0
     assert "seeds = [0, 1, 2]" in capsys.readouterr().out
 
@@ -430,7 +431,9 @@ def test_cli_study(tmp_path, capsys):
 @pytest.mark.parametrize("args,msg", [
     (["--set", "study.allocator=nope"], "study.allocator: unknown value 'nope'"),
     (["--out", "/nonexistent-dir/x.h5"], "--out '/nonexistent-dir/x.h5': the folder '/nonexistent-dir' does not exist"),
-    (["--plot", "/nonexistent-dir"], "the folder '/nonexistent-dir' does not exist"),
+    (["--plot", "/dev/null"], "--plot '/dev/null' exists and is not a folder"),
+    (["--plot", "/dev/null/figures"], "--plot '/dev/null/figures' cannot be created: '/dev/null' is not a folder"),
+    (["--out", ""], "--out is empty; give a file name, such as study.h5"),
 ])
 def test_cli_errors_are_one_line(tmp_path, capsys, args, msg):
     f = tmp_path / "s.toml"
