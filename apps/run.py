@@ -51,7 +51,8 @@ class AppResult:
     every byte the job's MPI layer sent (data and rendezvous control messages, intra-node
     copies included); ``network_bytes`` and ``hop_bytes`` count what crossed the network.
     ``hot_links`` are the busiest network links (NIC links left out); their utilization, like
-    ``net.link_utilization``, is busy time over the app's runtime.
+    ``net.link_utilization``, is busy time over the app's runtime (``None`` on the ideal
+    network, which has no contention).
     """
 
     app: str

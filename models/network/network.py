@@ -127,7 +127,9 @@ class Network:
         if self.config.model == "ideal":
             # No contention: a link is busy for exactly its bytes over its bandwidth. (Computed
             # here rather than summed per message, so the figure is the same for any P.)
+            # Utilization is not defined (no link is ever occupied): marked, never bytes/bw/duration.
             out.link_busy = out.link_bytes / self.topology.link_bw
+            out.contention = False
         return out
 
 

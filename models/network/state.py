@@ -54,6 +54,10 @@ class NetworkStats:
 
     Per-link arrays are indexed by link id; ``utilization`` is busy time over the run's
     simulated duration. Per-job figures count messages by their sender.
+
+    On the ideal model (``contention`` False) no link is ever occupied: ``link_busy`` is the
+    time the link's bytes take at its bandwidth (its offered load, which may exceed the run's
+    duration), and utilization is not defined (NaN, ``None`` in :meth:`hot_links`).
     """
 
     link_bytes: np.ndarray
@@ -66,9 +70,14 @@ class NetworkStats:
     messages: int = 0
     chunks: int = 0
     intra_node_messages: int = 0
+    #: False for the ideal model: links carry bytes but are never occupied.
+    contention: bool = True
 
     @property
     def link_utilization(self) -> np.ndarray:
+        """Busy time over the duration, in [0, 1] (NaN for every link of the ideal model)."""
+        if not self.contention:
+            return np.full(len(self.link_busy), np.nan)
         return self.link_busy / self.duration if self.duration > 0 else np.zeros_like(self.link_busy)
 
     @property
@@ -76,7 +85,11 @@ class NetworkStats:
         return float(self.link_max_queue.max()) if len(self.link_max_queue) else 0.0
 
     def hot_links(self, topology: Topology, k: int = 10, *, network_only: bool = True) -> list[dict[str, Any]]:
-        """The ``k`` busiest links (by busy time), optionally leaving out NIC links."""
+        """The ``k`` busiest links (by busy time), optionally leaving out NIC links.
+
+        Each is a dict of link id, endpoints, bytes, busy time, utilization (``None`` on the
+        ideal model) and largest queueing delay.
+        """
         busy = self.link_busy.copy()
         if network_only:
             kind = topology.link_kind
@@ -92,7 +105,8 @@ class NetworkStats:
                 "dst": int(topology.link_dst[l]),
                 "bytes": float(self.link_bytes[l]),
                 "busy_s": float(self.link_busy[l]),
-                "utilization": float(self.link_busy[l] / self.duration) if self.duration > 0 else 0.0,
+                "utilization": (None if not self.contention
+                                else float(self.link_busy[l] / self.duration) if self.duration > 0 else 0.0),
                 "max_queue_s": float(self.link_max_queue[l]),
             })
         return out

@@ -167,8 +167,12 @@ def _report(res: Any) -> str:
         out.append("")
         out.append("hot links (network links by busy time):")
         trows = [(h["link"], h["from"], h["to"], h["kind"], format_bytes(h["bytes"]), _fmt_time(h["busy_s"]),
-                  f"{h['utilization']:.1%}", _fmt_time(h["max_queue_s"])) for h in res.hot_links]
+                  "-" if h["utilization"] is None else f"{h['utilization']:.1%}", _fmt_time(h["max_queue_s"]))
+                 for h in res.hot_links]
         out.append(table(trows, ["link", "from", "to", "kind", "bytes", "busy", "utilization", "max queue"]))
+        if not res.net.contention:
+            out.append("ideal network: no contention, so links have no utilization; busy is bytes / bandwidth "
+                       "(the offered load, which may exceed the runtime)")
     else:
         out.append("")
         out.append("no traffic crossed the network")

@@ -124,7 +124,8 @@ def build_results(*, exp: Experiment, machine: Any, jobs: list[Job], trace_rejec
         "kind": topo.link_kind.astype(np.int8), "bandwidth": topo.link_bw.astype(np.float64),
         "latency": topo.link_lat.astype(np.float64), "bytes": np.asarray(netstats.link_bytes, dtype=np.float64),
         "busy": np.asarray(netstats.link_busy, dtype=np.float64),
-        "utilization": (np.asarray(netstats.link_busy) / duration) if duration > 0 else np.zeros(topo.n_links),
+        # NaN on the ideal model: its links carry bytes but are never occupied.
+        "utilization": np.asarray(netstats.link_utilization, dtype=np.float64),
         "max_queue": np.asarray(netstats.link_max_queue, dtype=np.float64),
     }
     network = {

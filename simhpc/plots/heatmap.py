@@ -45,6 +45,9 @@ def router_matrix(r: Results, *, max_routers: int = 128, router_units: Any = Non
     links = r.links
     if links is None or "utilization" not in links:
         raise NoDataError("no per-link statistics (the run had no network model)")
+    if (r.network or {}).get("model") == "ideal" or not np.isfinite(np.asarray(links["utilization"], dtype=float)).any():
+        raise NoDataError("no link utilization: the ideal network has no contention, so its links are never "
+                          "occupied (links/bytes and links/busy hold its offered load); use the packet model")
     nodes = n_nodes(r)
     src = np.asarray(links["src"], dtype=np.int64)
     dst = np.asarray(links["dst"], dtype=np.int64)

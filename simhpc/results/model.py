@@ -90,8 +90,8 @@ LINK_COLUMNS: dict[str, tuple[str, str]] = {
     "bandwidth": ("B/s", "link bandwidth"),
     "latency": ("s", "link latency"),
     "bytes": ("B", "bytes carried"),
-    "busy": ("s", "time spent transmitting"),
-    "utilization": ("", "busy / duration of the network activity"),
+    "busy": ("s", "time spent transmitting (ideal model: bytes / bandwidth, the offered load)"),
+    "utilization": ("", "busy / duration of the network activity, in [0, 1] (NaN on the ideal model: no contention)"),
     "max_queue": ("s", "largest queueing delay of a chunk at this output port"),
 }
 

@@ -440,11 +440,18 @@ def _baseline_figures(ctx: _Context, row: dict[str, Any], out: RunOutcome, alone
     window = end.time - (start.time if start is not None else 0.0)
     util = busy[links] / window if window > 0 else np.zeros(len(links))
     util_alone = np.asarray(alone.net.link_busy, dtype=float)[links] / alone.runtime if alone.runtime > 0 else 0.0 * util
+    rank_by = util
+    if ctx.study.network.model == "ideal":
+        # No contention: links are never occupied, so utilization is not defined; the
+        # hot links are the ones that carried the most bytes.
+        util = np.full(len(links), math.nan)
+        util_alone = util
+        rank_by = b[links]
     other = np.maximum(b[links] - fg_bytes[links], 0.0)
     row["max_util"] = float(util.max())
     row["max_util_alone"] = float(np.max(util_alone))
     row["other_bytes"] = float(other.sum())
-    order = np.lexsort((links, -util))[: ctx.study.hot_links]
+    order = np.lexsort((links, -rank_by))[: ctx.study.hot_links]
     for r, j in enumerate(order.tolist(), start=1):
         l = int(links[j])
         out.hot.append({"run": out.index, "rank": r, "link": l, "src": int(topo.link_src[l]),

@@ -33,7 +33,8 @@ def test_text_output_names_runtime_bytes_and_hot_links(capsys):
     assert "predicted runtime" in out and "bytes sent           224 KiB in 56 messages" in out
     assert "hot links (network links by busy time):" in out
     table = out.split("hot links (network links by busy time):")[1].strip().splitlines()
-    assert table[0].split()[:4] == ["link", "from", "to", "kind"] and len(table) == 2 + 3
+    assert table[0].split()[:4] == ["link", "from", "to", "kind"] and len(table) == 2 + 3 + 1
+    assert table[-1].startswith("ideal network: no contention")
 
 
 def test_explicit_placement_and_listing(capsys):
