@@ -19,12 +19,20 @@ event loop.
 from __future__ import annotations
 
 import math
+import unicodedata
 from numbers import Integral, Real
 from typing import Any, Iterable, Sequence
 
 from .errors import UserError
 
-__all__ = ["is_int", "is_number", "check_int", "check_ints", "check_float", "check_choice", "check_bool"]
+__all__ = ["is_int", "is_number", "check_int", "check_ints", "check_float", "check_choice", "check_bool",
+           "SEED_MAX", "check_seed", "check_text"]
+
+#: The largest run seed. Seeds are whole numbers in [0, SEED_MAX]: workload draws seed numpy
+#: from the seed's low 63 bits and results files store it as a signed 64-bit integer, so a
+#: larger or a negative seed would repeat another seed's draws or fail when the results are
+#: written, after the whole run.
+SEED_MAX = 2**63 - 1
 
 
 def is_int(value: Any) -> bool:
@@ -61,6 +69,23 @@ def check_int(name: str, value: Any, *, lo: int | None = None, hi: int | None = 
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         raise error(f"{name} must be {what}, got {v}")
     return v
+
+
+def check_seed(name: str, value: Any, *, error: type[Exception] = UserError) -> int:
+    """A run seed: an integer in ``[0, SEED_MAX]``."""
+    return check_int(name, value, lo=0, hi=SEED_MAX, error=error)
+
+
+def check_text(name: str, value: Any, *, error: type[Exception] = UserError) -> str:
+    """A non-empty one-line text (a name stored in results files and printed on one line): a
+    ``str`` without control characters (NUL, newline, tab, escape...) that UTF-8 can encode."""
+    if not isinstance(value, str) or not value:
+        raise error(f"{name} must be a non-empty string, got {value!r}")
+    bad = next((c for c in value if unicodedata.category(c) in ("Cc", "Cs")), None)
+    if bad is not None:
+        kind = "a control character" if unicodedata.category(bad) == "Cc" else "a lone surrogate"
+        raise error(f"{name} must be one line of printable text, got {value!r} (it contains {kind}, {bad!r})")
+    return value
 
 
 def check_ints(name: str, value: Any, *, length: int | None = None, lo: int | None = None,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from pdes import RunStats
+from pdes.validate import check_seed
 
 from .allocators import ALLOCATORS
 from .backfill import BACKFILLS
@@ -203,6 +204,7 @@ def replay(
         interval: sampling interval of the utilization and queue series (seconds).
     """
     t_start = _time.perf_counter()
+    seed = check_seed("seed", seed)
     _check_name("ordering policy", order, ORDERINGS, "--order")
     _check_name("backfill policy", backfill, BACKFILLS, "--backfill")
     _check_name("allocator", allocator, ALLOCATORS, "--allocator")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pdes.validate import check_seed
+
 from ..outputs import output_problem
 from .common import CliError, print_json, table, positive_int
 
@@ -86,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--nodes must be >= 1, got {args.nodes}; give the machine size in nodes, e.g. --nodes 128")
     if args.cores_per_node is not None and args.cores_per_node < 1:
         raise CliError(f"--cores-per-node must be >= 1, got {args.cores_per_node}")
+    check_seed("--seed", args.seed, error=CliError)
     for flag, path, example in (("--out", args.out, "results.h5"), ("--swf-out", args.swf_out, "schedule.swf")):
         problem = output_problem(flag, path, example=example) if path is not None else None
         if problem:

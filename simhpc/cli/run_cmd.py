@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from pdes.validate import check_seed
+
 from ..outputs import output_problem
 from .common import CliError, print_json
 
@@ -36,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = list(args.overrides)
     if args.seed is not None:
+        check_seed("--seed", args.seed, error=CliError)
         overrides.append(f"seed={args.seed}")
     source = args.experiment or "<default experiment>"
     if args.experiment:

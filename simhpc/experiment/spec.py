@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from models.network import NetworkConfig
 from models.units import UnitError, parse_time
 
-from pdes.validate import check_bool, check_choice, check_float, check_int, is_number
+from pdes.validate import check_bool, check_choice, check_float, check_int, check_seed, check_text, is_number
 from scheduler.errors import UserError
 
 from ..traces import check_trace
@@ -178,6 +178,8 @@ class MachineSpec:
     def __post_init__(self) -> None:
         if (self.preset is None) == (self.topology is None):
             raise ConfigError("machine: give either preset = \"NAME\" or a [machine.topology] table (not both)")
+        if self.name is not None:
+            check_text("machine.name:", self.name, error=ConfigError)
         if self.preset is not None:
             from models.presets import PRESETS
 
@@ -563,8 +565,9 @@ class Experiment:
     base_dir: str = field(default=".", compare=False)
 
     def __post_init__(self) -> None:
-        _name("name", self.name)
-        object.__setattr__(self, "seed", check_int("seed:", self.seed, error=ConfigError))
+        # Stored in the results file and printed: one line of text, found before the run.
+        check_text("name:", self.name, error=ConfigError)
+        object.__setattr__(self, "seed", check_seed("seed:", self.seed, error=ConfigError))
         object.__setattr__(self, "end_time", _time("end_time", self.end_time, allow_inf=True))
         if self.end_time == 0:
             raise ConfigError("end_time: must be > 0")

@@ -41,7 +41,7 @@ from typing import Any, Mapping, Sequence
 from models.network import NetworkConfig, NetworkConfigError
 from models.units import UnitError, parse_time
 
-from pdes.validate import check_choice, check_float, check_int, is_int
+from pdes.validate import check_choice, check_float, check_int, check_seed, check_text, is_int
 from scheduler.errors import UserError
 from ..experiment.spec import ConfigError, MachineSpec, WorkloadSpec
 
@@ -313,8 +313,7 @@ class InterferenceStudy:
         from scheduler.backfill import BACKFILLS
         from scheduler.ordering import ORDERINGS
 
-        if not isinstance(self.name, str) or not self.name:
-            raise StudyConfigError(f"study.name: must be a non-empty string, got {self.name!r}")
+        check_text("study.name:", self.name, error=StudyConfigError)
         _choice("study.mode", self.mode, MODES)
         m = self.machine
         if isinstance(m, str):
@@ -340,7 +339,7 @@ class InterferenceStudy:
         if is_int(s):
             seeds = tuple(range(_int("study.seeds", s, 1)))
         elif isinstance(s, (list, tuple)) and s:
-            seeds = tuple(_int("study.seeds", x, 0) for x in s)
+            seeds = tuple(check_seed("study.seeds:", x, error=StudyConfigError) for x in s)
             if len(set(seeds)) != len(seeds):
                 raise StudyConfigError(f"study.seeds: the seeds must be distinct, got {list(s)!r}")
         else:
