@@ -77,6 +77,8 @@ def summary_rows(s: dict[str, Any]) -> list[list[Any]]:
         ["max wait", fmt_time(s.get("max_wait"))],
         ["mean response", fmt_time(s.get("mean_response"))],
         ["mean bounded slowdown", _num(s.get("mean_bounded_slowdown"))],
+        ["mean interference slowdown", _num(s.get("mean_interference_slowdown"))
+         + ("" if s.get("mean_interference_slowdown") is None else " (run / run alone on the same nodes)")],
         ["mean network slowdown", _num(s.get("mean_network_slowdown"))
          + ("" if s.get("mean_network_slowdown") is None else " (run / ideal-network run)")],
         ["network model", s.get("network_model") or "none"],
@@ -90,11 +92,40 @@ def summary_rows(s: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
+def slowdown_line(s: dict[str, Any]) -> str:
+    """One sentence on how much longer app jobs ran than alone and than on an ideal network
+    ('' when the run has neither baseline)."""
+    def x(v: Any) -> str:
+        return f"{float(v):.2f}x"
+
+    parts = []
+    if s.get("mean_interference_slowdown") is not None:
+        parts.append(f"{x(s['mean_interference_slowdown'])} as long as alone on the same nodes "
+                     f"(worst {x(s['max_interference_slowdown'])})")
+    if s.get("mean_network_slowdown") is not None:
+        parts.append(f"{x(s['mean_network_slowdown'])} as long as on an ideal network "
+                     f"(worst {x(s['max_network_slowdown'])})")
+    if not parts:
+        return ""
+    n = max(s.get("interference_jobs", 0), s.get("network_jobs", 0))
+    line = f"{n} app job(s) ran on average " + " and ".join(parts)
+    fg = [(k, s.get(f"foreground_{k}_slowdown")) for k in ("interference", "network")]
+    fg = [(k, v) for k, v in fg if v is not None]
+    if fg:
+        words = {"interference": "alone", "network": "ideal"}
+        line += "; foreground jobs " + ", ".join(f"{x(v)} ({words[k]})" for k, v in fg)
+    return line + "."
+
+
 def summary_text(s: dict[str, Any]) -> str:
-    """The summary table (what ``simhpc run`` prints at the end and ``simhpc show`` again)."""
+    """The summary table (what ``simhpc run`` prints at the end and ``simhpc show`` again),
+    then the slowdown sentence when the run has baselines."""
     rows = summary_rows(s)
     w = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
+    text = "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
+    text += "".join(f"\nwarning: {m}" for m in s.get("warnings", ()))
+    line = slowdown_line(s)
+    return f"{text}\n{line}" if line else text
 
 
 def _cell(v: Any) -> Any:

@@ -92,6 +92,7 @@ def rejected_by_reason(cols: dict[str, np.ndarray], n_nodes: int,
 
 def build_results(*, exp: Experiment, machine: Any, jobs: list[Job], trace_rejected: list[Job], alloc: Any,
                   netstats: Any, stats: Any, runner: Any, ideal: dict[int, float], workload: dict[str, Any],
+                  alone: dict[int, float] | None = None,
                   wall_s: float, rpn: int) -> Results:
     """Every job of the run (rejected ones included) with its metrics, plus system,
     network and run figures."""
@@ -113,6 +114,8 @@ def build_results(*, exp: Experiment, machine: Any, jobs: list[Job], trace_rejec
             cols["app_run"][row[jid]] = rec.end - rec.start
     for jid, t in ideal.items():
         cols["ideal_run"][row[jid]] = t
+    for jid, t in (alone or {}).items():
+        cols["alone_run"][row[jid]] = t
     sm = system_metrics(table, machine.n_nodes, rejected=int((cols["status"] == "rejected").sum()))
     system = sm.scalars()
     system["rejected_by_reason"] = rejected_by_reason(cols, machine.n_nodes, workload.get("dropped"))

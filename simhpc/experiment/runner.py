@@ -50,7 +50,7 @@ def build_workload(exp: Experiment, ranks_per_node: int, n_nodes: int) -> tuple[
         gen = SyntheticWorkload(
             n_jobs=w.jobs, inter_arrival=w.inter_arrival.build(), size=w.size.build(),
             run_time=w.run_time.build(), request_factor=w.request_factor.build(), users=w.users,
-            cores_per_node=ranks_per_node,
+            cores_per_node=ranks_per_node, resolution=w.resolution, min_run_time=w.resolution,
         )
         jobs = gen.generate(exp.seed)
     else:
@@ -316,15 +316,21 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     unfinished = _unfinished(sim, sched)
     if unfinished:
         raise ExperimentError(unfinished)
+    # The baselines: every completed app job again, alone on its nodes (the same runs on
+    # every rank count, so the figures do not depend on it).
+    jobs_done = sched.jobs if sim.rank == 0 else None
+    links, placed = runner.allowed_links, runner.rank_nodes
+    ideal = (_baseline_runs(exp, machine, rpn, jobs_done, sim, _ideal_config(exp), links, placed)
+             if sc.ideal_baseline else {})
+    alone = (_baseline_runs(exp, machine, rpn, jobs_done, sim, exp.network, links, placed)
+             if sc.alone_baseline else {})
     if sim.rank != 0:
-        _ideal_runs(exp, machine, rpn, None, sim)
         return None
     assert sched is not None
-    ideal = _ideal_runs(exp, machine, rpn, sched.jobs, sim, runner.allowed_links, runner.rank_nodes)
     from .results_builder import build_results
 
     return build_results(exp=exp, machine=machine, jobs=sched.jobs, trace_rejected=trace_rejected, alloc=alloc,
-                         netstats=netstats, stats=st, runner=runner, ideal=ideal, workload=wl_report,
+                         netstats=netstats, stats=st, runner=runner, ideal=ideal, alone=alone, workload=wl_report,
                          wall_s=_time.perf_counter() - t_start, rpn=rpn)
 
 
@@ -367,16 +373,16 @@ def _unfinished(sim: Simulator, sched: Any) -> str:
     return mine
 
 
-def _ideal_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | None, sim: Simulator,
-                allowed: dict[int, np.ndarray] | None = None,
-                rank_nodes: dict[int, tuple[int, ...]] | None = None) -> dict[int, float]:
-    """Runtime of every completed app job alone on the ideal network, on the same nodes.
+def _baseline_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | None, sim: Simulator,
+                   network: Any, allowed: dict[int, np.ndarray] | None = None,
+                   rank_nodes: dict[int, tuple[int, ...]] | None = None) -> dict[int, float]:
+    """Runtime of every completed app job alone on ``network``, on the same nodes with the
+    same rank placement, seed and job id (so its ranks draw the same random numbers).
 
-    Under mpirun the jobs are dealt out over the ranks (each run is a small sequential
-    simulation) and gathered, so the figures do not depend on the number of ranks.
+    ``jobs`` is the scheduler's job list on rank 0 (None elsewhere). Under mpirun the jobs
+    are dealt out over the ranks (each run is a small sequential simulation) and gathered,
+    so the figures do not depend on the number of ranks.
     """
-    if not exp.scheduler.ideal_baseline:
-        return {}
     allowed = allowed or {}
     rank_nodes = rank_nodes or {}
     sc = exp.scheduler
@@ -393,7 +399,7 @@ def _ideal_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | None,
     for i, (jid, app, args, size, nodes, links, mapping) in enumerate(todo or ()):
         if i % sim.size != sim.rank:
             continue
-        r = run_app(machine, app, size, placement=nodes, network=_ideal_config(exp), ranks_per_node=rpn,
+        r = run_app(machine, app, size, placement=nodes, network=network, ranks_per_node=rpn,
                     mapping=mapping, seed=exp.seed, comm=None, eager_threshold=sc.eager_threshold,
                     algorithms=dict(sc.algorithms), app_args=args, job_id=jid, hot_links=0, allowed_links=links)
         mine[jid] = r.runtime

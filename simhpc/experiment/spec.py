@@ -282,7 +282,7 @@ def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------- workload
 WORKLOAD_KINDS = ("synthetic", "swf")
 #: The keys of each workload kind (besides ``kind``).
-SYNTHETIC_KEYS = ("jobs", "inter_arrival", "size", "run_time", "request_factor", "users")
+SYNTHETIC_KEYS = ("jobs", "inter_arrival", "size", "run_time", "request_factor", "users", "resolution")
 SWF_KEYS = ("trace", "limit", "size_scale", "time_scale", "skip_malformed")
 
 
@@ -310,6 +310,7 @@ class WorkloadSpec:
     run_time: Any = None
     request_factor: Any = None
     users: int | None = None
+    resolution: Any = None
     trace: str | None = None
     limit: int | None = None
     size_scale: float | None = None
@@ -336,6 +337,12 @@ class WorkloadSpec:
                 object.__setattr__(self, k, v)
         _int("workload.jobs", self.jobs, 1)
         _int("workload.users", self.users, 1)
+        # Times are rounded to this grid (1 s: whole seconds, as in traces); millisecond-scale
+        # workloads of communicating apps need a finer one.
+        res = 1.0 if self.resolution is None else _time("workload.resolution", self.resolution)
+        if not res > 0:
+            raise ConfigError(f"workload.resolution: must be a time > 0, got {self.resolution!r}")
+        object.__setattr__(self, "resolution", res)
         defaults = {
             "inter_arrival": ({"dist": "exponential", "mean": 600.0}, True),
             "size": ({"dist": "power_of_two", "low": 1, "high": 16}, False),
@@ -364,7 +371,7 @@ class WorkloadSpec:
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kind": self.kind}
         if self.kind == "synthetic":
-            d.update(jobs=self.jobs, users=self.users)
+            d.update(jobs=self.jobs, users=self.users, resolution=self.resolution)
             for k in ("inter_arrival", "size", "run_time", "request_factor"):
                 d[k] = getattr(self, k).to_dict()
         else:
@@ -481,7 +488,9 @@ class SchedulerSpec:
 
     ``ranks_per_node`` (default: the machine's cores per node) decides how many nodes a job
     of ``size`` processes needs; ``ideal_baseline`` runs every app job again alone on the
-    ideal network on the same nodes after the main run (the ``ideal_run`` column).
+    ideal network on the same nodes after the main run (the ``ideal_run`` column), and
+    ``alone_baseline`` alone on the experiment's own network model (``alone_run``: what its
+    neighbours cost it).
     """
 
     order: str = "fcfs"
@@ -494,6 +503,7 @@ class SchedulerSpec:
     ranks_per_node: int | None = None
     mapping: str = "block"
     ideal_baseline: bool = True
+    alone_baseline: bool = False
     eager_threshold: int | str = 65536
     algorithms: Mapping[str, str] = field(default_factory=dict)
 
@@ -509,7 +519,7 @@ class SchedulerSpec:
         for k in ("allocator_options", "order_options", "backfill_options", "algorithms"):
             if not isinstance(getattr(self, k), Mapping):
                 raise ConfigError(f"scheduler.{k}: must be a table, got {getattr(self, k)!r}")
-        for k in ("kill_overrun", "ideal_baseline"):
+        for k in ("kill_overrun", "ideal_baseline", "alone_baseline"):
             if not isinstance(getattr(self, k), bool):
                 raise ConfigError(f"scheduler.{k}: must be true or false, got {getattr(self, k)!r}")
         if self.ranks_per_node is not None:

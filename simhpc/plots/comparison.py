@@ -10,7 +10,7 @@ from ..results.model import Results
 from ._common import NoDataError, ResultsLike, as_results_list, colors, figure_and_axes, labels_for, mpl, n_nodes, \
     time_scale
 
-__all__ = ["wait_cdf", "utilization", "aph_by_size", "network_slowdown", "size_bins"]
+__all__ = ["wait_cdf", "utilization", "aph_by_size", "network_slowdown", "interference_slowdown", "size_bins"]
 
 
 def wait_cdf(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
@@ -156,36 +156,59 @@ def aph_by_size(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
     return fig
 
 
-def network_slowdown(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
-                     labels: Sequence[str] | None = None) -> Any:
-    """Box plots of each job's runtime over its ideal-network runtime (``app_run / ideal_run``;
-    ``run`` for files written before ``app_run`` existed) by application, files side by side;
-    jobs without ``ideal_run`` are left out.
-
-    Raises :class:`NoDataError` when no job of any file has an ideal-network runtime.
-    Returns the Figure.
-    """
+def _slowdown_figure(results: ResultsLike | Sequence[ResultsLike], ax: Any, labels: Sequence[str] | None, *,
+                     baseline: str, what: str, ylabel: str, title: str) -> Any:
+    """Box plots of ``app_run / <baseline>`` per application (foreground jobs apart, marked
+    "(fg)"), files side by side."""
     rs = as_results_list(results)
     names = labels_for(rs, labels)
     per_file = []
     for r in rs:
-        ideal = r.jobs["ideal_run"]
-        ok = r.ran() & np.isfinite(ideal) & (ideal > 0)
+        base = r.jobs[baseline]
         own = r.jobs["app_run"]
-        run = np.where(np.isfinite(own), own, r.jobs["run"])
-        per_file.append((r.jobs["app"][ok], (run[ok] / ideal[ok]).astype(float)))
-    if not any(len(a) for a, _ in per_file):
-        raise NoDataError("no job has an ideal-network runtime (ideal_run)")
-    apps = sorted({str(a) for a_arr, _ in per_file for a in a_arr.tolist()})
-    groups = []
-    for app_arr, sd in per_file:
-        a = np.asarray(app_arr, dtype=object)
-        groups.append([sd[a == name] for name in apps])
+        run = np.where(np.isfinite(own), own, r.jobs["run"])  # files before app_run existed
+        ok = r.ran() & np.isfinite(base) & (base > 0) & np.isfinite(run)
+        fg = np.asarray(r.jobs["foreground"], dtype=bool)[ok]
+        group = np.array([f"{a} (fg)" if f else str(a) for a, f in zip(r.jobs["app"][ok].tolist(), fg.tolist())],
+                         dtype=object)
+        per_file.append((group, (run[ok] / base[ok]).astype(float)))
+    if not any(len(g) for g, _ in per_file):
+        raise NoDataError(f"no job has {what} ({baseline})")
+    # Foreground groups last, so the jobs under study stand at the right of the figure.
+    apps = sorted({str(a) for g, _ in per_file for a in g.tolist()}, key=lambda a: (a.endswith("(fg)"), a))
+    groups = [[sd[g == name] for name in apps] for g, sd in per_file]
     fig, ax = figure_and_axes(ax)
     _grouped_boxes(ax, groups, names, apps)
     ax.axhline(1.0, color="0.4", linewidth=0.8, linestyle="--")
-    ax.set_xlabel("application")
-    ax.set_ylabel("runtime / ideal-network runtime")
-    ax.set_title("Network slowdown by application" + (f": {names[0]}" if len(rs) == 1 else ""))
+    ax.set_xlabel("application ((fg): foreground jobs)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title + (f": {names[0]}" if len(rs) == 1 else ""))
     ax.grid(True, axis="y", alpha=0.3)
     return fig
+
+
+def network_slowdown(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
+                     labels: Sequence[str] | None = None) -> Any:
+    """Box plots of each job's runtime over its ideal-network runtime (``app_run / ideal_run``;
+    ``run`` for files written before ``app_run`` existed) by application (foreground jobs
+    apart), files side by side; jobs without ``ideal_run`` are left out.
+
+    Raises :class:`NoDataError` when no job of any file has an ideal-network runtime.
+    Returns the Figure.
+    """
+    return _slowdown_figure(results, ax, labels, baseline="ideal_run", what="an ideal-network runtime",
+                            ylabel="runtime / ideal-network runtime", title="Network slowdown by application")
+
+
+def interference_slowdown(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
+                          labels: Sequence[str] | None = None) -> Any:
+    """Box plots of each job's runtime over its runtime alone on the same nodes and network
+    model (``app_run / alone_run``: what its neighbours cost it) by application (foreground
+    jobs apart), files side by side; jobs without ``alone_run`` are left out.
+
+    Raises :class:`NoDataError` when no job of any file has a runtime alone
+    (``[scheduler] alone_baseline = true`` computes it). Returns the Figure.
+    """
+    return _slowdown_figure(results, ax, labels, baseline="alone_run", what="a runtime alone",
+                            ylabel="runtime / runtime alone on the same nodes",
+                            title="Interference slowdown by application")

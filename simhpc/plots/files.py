@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 from ..results.model import Results
 from ._common import NoDataError, as_results, ensure_dir, labels_for
-from .comparison import aph_by_size, network_slowdown, utilization, wait_cdf
+from .comparison import aph_by_size, interference_slowdown, network_slowdown, utilization, wait_cdf
 from .gantt import gantt
 from .heatmap import link_heatmap
 
@@ -23,6 +23,7 @@ COMPARISON_FIGURES: dict[str, Callable[..., Any]] = {
     "utilization": utilization,
     "aph_by_size": aph_by_size,
     "slowdown": network_slowdown,
+    "interference": interference_slowdown,
 }
 #: Figures drawn for each file: file stem prefix -> function (the file's stem follows).
 PER_FILE_FIGURES: dict[str, Callable[..., Any]] = {

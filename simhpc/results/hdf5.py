@@ -419,15 +419,17 @@ def read_results(path: str | os.PathLike[str]) -> Results:
             raise ResultsFileError(path, f"damaged results file ({exc})") from None
 
 
-#: Job columns added by schema version 2 (read as NaN from version-1 files).
-_ADDED_IN_V2 = ("app_run",)
+#: Job columns added after version 1 (read as NaN from files written before them):
+#: ``app_run`` by schema version 2, ``alone_run`` later within version 2 (an extra column
+#: that older readers ignore).
+_ADDED_LATER = ("app_run", "alone_run")
 
 
 def _read_jobs(g: Any, path: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     jobs: dict[str, np.ndarray] = {}
     for name, (dtype, _, _) in JOB_COLUMNS.items():
-        if name not in g and name in _ADDED_IN_V2 and NODES_PTR in g:
-            # A version-1 file: the column did not exist yet.
+        if name not in g and name in _ADDED_LATER and NODES_PTR in g:
+            # A file written before the column existed.
             jobs[name] = np.full(len(g[NODES_PTR]) - 1, np.nan)
             continue
         if name not in g:

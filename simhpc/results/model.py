@@ -46,6 +46,8 @@ JOB_COLUMNS: dict[str, tuple[str, str, str]] = {
                 "the launch and end-report messages; NaN for timekeeper jobs and jobs that did not run)"),
     "ideal_run": ("float64", "s", "app_run of the same job alone on the ideal network on the same nodes, same "
                   "rank placement (NaN: not computed); the network slowdown is app_run / ideal_run"),
+    "alone_run": ("float64", "s", "app_run of the same job alone on the same network model on the same nodes, same "
+                  "rank placement (NaN: not computed); the interference slowdown is app_run / alone_run"),
     "status": ("str", "", "completed | killed | failed | rejected"),
     "kill_reason": ("str", "", "why a job was killed or failed ('' otherwise)"),
     "aph": ("float64", "hops", "average pairwise inter-switch hops of the allocation"),
@@ -175,12 +177,7 @@ class Results:
         if isinstance(reasons, dict):
             # Only the reasons that occurred (files before this count have none).
             out["rejected_by_reason"] = {k: int(v) for k, v in reasons.items() if v}
-        ideal = j["ideal_run"][ran]
-        ok = ~np.isnan(ideal) & (ideal > 0)
-        if ok.any():
-            own = j["app_run"][ran]
-            run = np.where(np.isfinite(own), own, j["run"][ran])  # version-1 files: no app_run
-            out["mean_network_slowdown"] = _json_float(float(np.mean(run[ok] / ideal[ok])))
+        out.update(self.slowdowns())
         for k in ("events", "wall_s", "ranks", "windows"):
             if k in self.run:
                 out[k] = self.run[k]
@@ -188,6 +185,36 @@ class Results:
             out["network_model"] = self.network.get("model")
             if "max_queue_delay" in self.network:
                 out["max_queue_delay"] = _json_float(self.network["max_queue_delay"])
+        return out
+
+    def slowdowns(self) -> dict[str, Any]:
+        """How much longer app jobs ran than their baselines on the same nodes, JSON-ready.
+
+        ``interference``: ``app_run / alone_run`` (the same network model, nothing else
+        running: what the neighbours cost); ``network``: ``app_run / ideal_run`` (the
+        contention-free network: the neighbours plus the job's own congestion). For each,
+        over the completed app jobs that have the baseline: ``mean_<kind>_slowdown``,
+        ``max_<kind>_slowdown``, ``<kind>_jobs`` (how many), and the same mean over the
+        foreground jobs, ``foreground_<kind>_slowdown``. Missing baselines give no keys.
+        """
+        j = self.jobs
+        ran = self.ran()
+        own = j["app_run"][ran]
+        run = np.where(np.isfinite(own), own, j["run"][ran])  # version-1 files: no app_run
+        fg = j["foreground"][ran].astype(bool)
+        out: dict[str, Any] = {}
+        for kind, col in (("network", "ideal_run"), ("interference", "alone_run")):
+            base = j[col][ran]
+            ok = np.isfinite(base) & (base > 0) & np.isfinite(run)
+            if not ok.any():
+                continue
+            ratio = run[ok] / base[ok]
+            out[f"mean_{kind}_slowdown"] = _json_float(float(np.mean(ratio)))
+            out[f"max_{kind}_slowdown"] = _json_float(float(np.max(ratio)))
+            out[f"{kind}_jobs"] = int(ok.sum())
+            f = fg[ok]
+            if f.any():
+                out[f"foreground_{kind}_slowdown"] = _json_float(float(np.mean(ratio[f])))
         return out
 
 

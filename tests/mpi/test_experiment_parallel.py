@@ -18,7 +18,8 @@ def test_experiment_identical_to_sequential():
     SMALL = load_test_module("simhpc/test_experiment_run.py").SMALL
 
     comm = MPI.COMM_WORLD
-    exp = loads(SMALL, overrides=["workload.jobs=12"])
+    # Both baselines on: their runs are dealt out over the ranks and gathered.
+    exp = loads(SMALL, overrides=["workload.jobs=12", "scheduler.alone_baseline=true"])
     par = run_experiment(exp, comm=comm, progress=False)
     if comm.rank != 0:
         assert par is None
@@ -26,6 +27,7 @@ def test_experiment_identical_to_sequential():
     seq = run_experiment(exp, comm=None, progress=False)
     for k, v in seq.jobs.items():
         assert np.array_equal(v, par.jobs[k], equal_nan=v.dtype.kind == "f"), k
+    assert np.isfinite(par.jobs["alone_run"]).sum() == np.isfinite(par.jobs["ideal_run"]).sum() > 0
     assert np.array_equal(seq.job_nodes, par.job_nodes)
     for k in ("bytes", "busy", "max_queue"):
         assert np.array_equal(seq.links[k], par.links[k]), k

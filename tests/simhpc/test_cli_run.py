@@ -25,13 +25,34 @@ def test_default_experiment_end_to_end(tmp_path):
                        cwd=tmp_path, timeout=600, env={**os.environ, "PMI_SIZE": "1"})
     assert p.returncode == 0, p.stderr
     s = json.loads(p.stdout.strip().splitlines()[-1])
-    assert s["name"] == "default" and s["jobs"] == 300 and s["jobs_run"] == 300
-    assert s["app_jobs"] > 50 and 0.5 < s["utilization"] <= 1.0 and s["ranks"] == 1
+    # 40 background jobs and 4 foreground all-to-alls, every one run.
+    assert s["name"] == "default" and s["jobs"] == 44 and s["jobs_run"] == 44
+    assert s["app_jobs"] > 20 and 0.5 < s["utilization"] <= 1.0 and s["ranks"] == 1
+    # What the default run is for: randomly placed neighbours visibly slow the jobs down.
+    assert s["interference_jobs"] == s["network_jobs"] >= 20
+    assert s["mean_interference_slowdown"] > 1.05 and s["max_interference_slowdown"] > 1.5
+    assert s["foreground_interference_slowdown"] > 1.3
+    assert s["mean_network_slowdown"] > s["mean_interference_slowdown"]
+    line = next(x for x in p.stdout.splitlines() if "as long as alone on the same nodes" in x)
+    assert f"{s['mean_interference_slowdown']:.2f}x" in line and "foreground jobs" in line
     assert out.exists()
     show = subprocess.run([*_simhpc(), "show", str(out), "--json"], capture_output=True, text=True, timeout=120)
     assert show.returncode == 0
     again = json.loads(show.stdout.strip().splitlines()[-1])
     assert again["makespan"] == s["makespan"] and again["events"] == s["events"]
+
+
+@pytest.mark.slow
+def test_default_experiment_under_a_packing_allocator_shows_no_interference():
+    """The comparison the default experiment's comment suggests: first-fit keeps jobs on few
+    leaves of the tapered tree, so their runtimes hardly change with neighbours."""
+    from simhpc.experiment import default_experiment_text, loads
+    from simhpc.experiment.runner import run_experiment
+
+    exp = loads(default_experiment_text(), overrides=["scheduler.allocator=firstfit"])
+    s = run_experiment(exp, comm=None, progress=False).summary()
+    assert s["jobs_run"] == 44 and s["interference_jobs"] >= 20
+    assert s["mean_interference_slowdown"] < 1.02 and s["foreground_interference_slowdown"] < 1.02
 
 
 def test_run_prints_config_and_applies_overrides(capsys):
@@ -59,16 +80,17 @@ def test_user_mistakes_are_one_line_errors(capsys, argv, message):
 
 def test_a_small_run_writes_a_results_file(tmp_path, capsys):
     out = tmp_path / "r.h5"
-    assert main(["run", "--quiet", "--out", str(out), "--set", "workload.jobs=10"]) == 0
+    small = ["workload.jobs=10", "foreground.0.count=1"]
+    assert main(["run", "--quiet", "--out", str(out), *(a for k in small for a in ("--set", k))]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed[-1] == f"results written to {out}"
     from simhpc.experiment import default_experiment_text, loads
     from simhpc.results.hdf5 import read_results
 
     r = read_results(out)
-    assert r.n_jobs == 10 and r.name == "default" and "jobs = 10" in r.experiment_toml
+    assert r.n_jobs == 11 and r.name == "default" and "jobs = 10" in r.experiment_toml
     # The stored TOML rebuilds the experiment that ran.
-    assert loads(r.experiment_toml) == loads(default_experiment_text(), overrides=["workload.jobs=10"])
+    assert loads(r.experiment_toml) == loads(default_experiment_text(), overrides=small)
     assert r.links is not None and r.run["ranks"] == 1 and r.run["events"] > 0
     # `simhpc show` prints the very summary the run ended with (after its header line).
     assert main(["show", str(out)]) == 0

@@ -14,7 +14,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 SMALL_SIZES = 'workload.size={dist="power_of_two", low=16, high=64}'
 REDUCED = {
-    "default.toml": ["workload.jobs=12"],
+    "default.toml": ["workload.jobs=12", "foreground.0.count=1"],
     "torus_interference.toml": ["workload.jobs=4", SMALL_SIZES, "foreground.0.count=1", "foreground.0.ranks=32"],
     "dragonfly_ugal.toml": ["workload.jobs=4", SMALL_SIZES],
     "cab_ctc_easy.toml": ["workload.limit=300"],
