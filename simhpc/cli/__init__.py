@@ -13,6 +13,7 @@ import importlib
 import sys
 
 from .common import CliError, user_errors
+from .stdout import StdoutError, finish, guarded_stdout, lost
 
 # Subcommand name -> module (imported only when used, so `simhpc machine` stays fast).
 SUBCOMMANDS = {
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        with user_errors() as status:
+        with guarded_stdout(), user_errors() as status:
             status.code = args._run(args)
     except BrokenPipeError:
         # The reader went away (`simhpc machine cab | head`): not an error of ours. Point
@@ -76,7 +77,11 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    return status.code
+    except StdoutError as exc:
+        # Standard output that cannot be written (`> /dev/full`): one line, status 1.
+        return lost(exc.error)
+    # Flushed here, not at the interpreter's exit, so that a failure is reported as one line.
+    return finish(status.code)
 
 
 __all__ = ["CliError", "main", "build_parser"]
