@@ -17,7 +17,7 @@ QUICK = ["--set", "workload.jobs=2", "--no-out", "--quiet"]
     (["run", *QUICK, "--set", 'name="a\\u0000b"'], "name: must be one line of printable text, got 'a\\x00b'"),
     (["run", *QUICK, "--set", 'name="two\\nlines"'], "name: must be one line of printable text"),
     (["run", *QUICK, "--set", 'machine.name="a\\u0007"'], "machine.name: must be one line of printable text"),
-    (["replay", "builtin:lublin_256", "--seed", "-1"], "--seed must be an integer in 0..9223372036854775807, got -1"),
+    (["replay", "builtin:lublin_256.swf", "--seed", "-1"], "--seed must be an integer in 0..9223372036854775807, got -1"),
 ])
 def test_bad_seeds_and_names_are_one_line_errors(capsys, argv, text):
     assert main(argv) == 2
@@ -48,7 +48,7 @@ def test_replay_api_refuses_a_bad_seed():
     from pdes.errors import UserError
 
     with pytest.raises(UserError, match=r"^seed must be an integer in 0\.\.9223372036854775807, got 18446744073709551616$"):
-        simhpc.replay("builtin:lublin_256", seed=2**64)
+        simhpc.replay("builtin:lublin_256.swf", seed=2**64)
 
 
 @pytest.mark.parametrize("text,msg", [
