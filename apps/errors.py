@@ -20,6 +20,10 @@ class AppConfigError(AppsError, ConfigError):
     """An app, its arguments or its run options are invalid (raised before the run)."""
 
 
+class OversubscriptionWarning(UserWarning):
+    """More ranks per node than the node has cores: the run goes on, the ranks share the cores."""
+
+
 class MpiError(AppsError):
     """An MPI call was used wrongly inside an app (a bad rank, tag, size or algorithm).
 

@@ -46,6 +46,7 @@ from pdes.validate import check_int
 from .errors import AppConfigError
 
 __all__ = [
+    "oversubscription",
     "RANK_MAPPINGS",
     "MAPPING_ALIASES",
     "JOB_MAPPINGS",
@@ -332,3 +333,26 @@ def cartesian_neighbors(grid: Sequence[int], periods: bool | Sequence[bool] = Tr
     if not src:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     return np.concatenate(src), np.concatenate(dst)
+
+
+def oversubscription(ranks_per_node: int, cores_per_node: int, *, what: str = "ranks_per_node",
+                     warn: bool = True) -> str | None:
+    """The warning for more ranks per node than cores (None when they fit), issued as an
+    :class:`~apps.errors.OversubscriptionWarning` when ``warn``.
+
+    Such a run is valid: the ranks of a node share its cores, which the node model applies to
+    compute given in flops (:meth:`models.node_model.NodeModel.rank_flops`); compute given in
+    seconds, and timekeeper jobs, take the time they are given.
+    """
+    if ranks_per_node <= cores_per_node:
+        return None
+    msg = (f"{what}={ranks_per_node} exceeds the machine's {cores_per_node} cores per node: ranks share the "
+           f"cores, so compute given in flops takes up to {ranks_per_node / cores_per_node:.3g}x as long; "
+           f"compute given in seconds is not slowed")
+    if warn:
+        import warnings
+
+        from .errors import OversubscriptionWarning
+
+        warnings.warn(msg, OversubscriptionWarning, stacklevel=3)
+    return msg

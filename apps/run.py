@@ -29,7 +29,7 @@ from pdes.validate import check_int
 
 from .errors import AppConfigError, AppError, AppTimeoutError, DeadlockError
 from .manager import JobRecord
-from .mapping import MappingSpec, job_rank_nodes, map_ranks
+from .mapping import MappingSpec, job_rank_nodes, map_ranks, oversubscription
 from .mpi.comm import derive_seed
 from .node import DEFAULT_CTRL, DEFAULT_EAGER, DEFAULT_POLL, LaunchSpec, MpiOptions
 from .platform import build_platform, network_config
@@ -185,6 +185,7 @@ def run_app(
     config = network_config(network)
     rpn = m.cores_per_node if ranks_per_node is None else ranks_per_node
     rpn = check_int("ranks_per_node", rpn, lo=1, error=AppConfigError)
+    oversubscription(rpn, m.cores_per_node)
     nodes = choose_nodes(m, -(-ranks // rpn), placement, seed)
     topo = m.topology
     if isinstance(mapping, str):

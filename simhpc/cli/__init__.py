@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .notices import warnings_as_lines
+
     parser = build_parser()
     # parse_known_args: a subcommand may take positional arguments after its options (the app
     # arguments of `simhpc app NAME --ranks 8 nbytes=1KiB`), which argparse leaves over.
@@ -69,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         with guarded_stdout(), user_errors() as status:
-            status.code = args._run(args)
+            with warnings_as_lines():
+                status.code = args._run(args)
     except BrokenPipeError:
         # The reader went away (`simhpc machine cab | head`): not an error of ours. Point
         # stdout at devnull so that the interpreter's final flush does not fail again.

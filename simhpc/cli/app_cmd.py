@@ -92,7 +92,12 @@ def run(args: argparse.Namespace) -> int:
         return _list_apps(args.json)
     if args.ranks is None:
         raise CliError("--ranks is required to run an app")
+    import warnings
+
     from apps import AppsError, run_app
+    from apps.errors import OversubscriptionWarning
+    from apps.mapping import oversubscription
+    from models.presets import get_machine
     from models.network import NetworkConfig
     from models.units import parse_time
     from pdes.parallel import install_abort_hook, world_comm
@@ -119,10 +124,16 @@ def run(args: argparse.Namespace) -> int:
     comm = world_comm()
     install_abort_hook(comm)
     rank = comm.rank if comm is not None else 0
+    machine = get_machine(args.machine)
+    if args.ranks_per_node is not None:
+        oversubscription(args.ranks_per_node, machine.cores_per_node, what="--ranks-per-node")
     try:
-        res = run_app(args.machine, args.name, args.ranks, placement=placement, network=network,
-                      ranks_per_node=args.ranks_per_node, mapping=args.mapping, seed=args.seed, comm=comm,
-                      algorithms=algorithms, hot_links=args.top, app_args=app_args, **options)
+        with warnings.catch_warnings():
+            # Warned above, under the option's name.
+            warnings.simplefilter("ignore", OversubscriptionWarning)
+            res = run_app(machine, args.name, args.ranks, placement=placement, network=network,
+                          ranks_per_node=args.ranks_per_node, mapping=args.mapping, seed=args.seed, comm=comm,
+                          algorithms=algorithms, hot_links=args.top, app_args=app_args, **options)
     except UserError:  # a bad app, argument or option: one line, exit status 2 (common.user_errors)
         raise
     except AppsError as exc:  # the simulated app failed (raised, deadlocked, timed out): exit status 1

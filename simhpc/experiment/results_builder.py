@@ -143,6 +143,11 @@ def build_results(*, exp: Experiment, machine: Any, jobs: list[Job], trace_rejec
         "ranks_per_node": int(rpn), "workload_jobs": int(workload.get("jobs", len(all_jobs))),
         "app_jobs": int(workload.get("app_jobs", 0)), "foreground_jobs": int(workload.get("foreground", 0)),
     }
+    from apps.mapping import oversubscription
+
+    oversub = oversubscription(rpn, machine.cores_per_node, what="scheduler.ranks_per_node", warn=False)
+    if oversub:
+        run["warnings"] = [oversub]
     mach = {
         "name": machine.name, "nodes": int(machine.n_nodes), "cores_per_node": int(machine.cores_per_node),
         "family": topo.name, "routers": int(topo.n_routers), "links": int(topo.n_links),

@@ -260,6 +260,7 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     ``observer.job_started(job, rank_nodes)`` and ``observer.job_ended(record)`` are called on
     rank 0 in the events where an app job is launched and where it ends.
     """
+    from apps.mapping import oversubscription
     from apps.node import MpiOptions
     from apps.platform import build_platform
 
@@ -273,6 +274,9 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     topo = machine.topology
     sc = exp.scheduler
     rpn = sc.ranks_per_node or machine.cores_per_node
+    # A valid run (ranks share the cores), but rarely what was meant: warned once here, and
+    # recorded in the results' run statistics.
+    oversubscription(rpn, machine.cores_per_node, what="scheduler.ranks_per_node")
     jobs, trace_rejected, wl_report = build_workload(exp, rpn, machine.n_nodes)
     runner = AppJobRunner(ranks_per_node=rpn, mapping=sc.mapping,
                           options=MpiOptions(eager_threshold=sc.eager_threshold, algorithms=dict(sc.algorithms)),
@@ -393,15 +397,21 @@ def _baseline_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | No
                 for j in jobs if j.app_name != TIMEKEEPER and j.status == JobStatus.COMPLETED]
     if sim.comm is not None and sim.size > 1:
         todo = sim.comm.bcast(todo, root=0)
+    import warnings
+
+    from apps.errors import OversubscriptionWarning
     from apps.run import run_app
 
     mine: dict[int, float] = {}
     for i, (jid, app, args, size, nodes, links, mapping) in enumerate(todo or ()):
         if i % sim.size != sim.rank:
             continue
-        r = run_app(machine, app, size, placement=nodes, network=network, ranks_per_node=rpn,
-                    mapping=mapping, seed=exp.seed, comm=None, eager_threshold=sc.eager_threshold,
-                    algorithms=dict(sc.algorithms), app_args=args, job_id=jid, hot_links=0, allowed_links=links)
+        with warnings.catch_warnings():
+            # The experiment warned of oversubscribed nodes already; not again for each job.
+            warnings.simplefilter("ignore", OversubscriptionWarning)
+            r = run_app(machine, app, size, placement=nodes, network=network, ranks_per_node=rpn,
+                        mapping=mapping, seed=exp.seed, comm=None, eager_threshold=sc.eager_threshold,
+                        algorithms=dict(sc.algorithms), app_args=args, job_id=jid, hot_links=0, allowed_links=links)
         mine[jid] = r.runtime
     if sim.comm is not None and sim.size > 1:
         parts = sim.comm.gather(mine, root=0)

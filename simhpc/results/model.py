@@ -181,6 +181,8 @@ class Results:
         for k in ("events", "wall_s", "ranks", "windows"):
             if k in self.run:
                 out[k] = self.run[k]
+        if len(self.run.get("warnings", ())):
+            out["warnings"] = [str(w) for w in self.run["warnings"]]
         if self.network:
             out["network_model"] = self.network.get("model")
             if "max_queue_delay" in self.network:
