@@ -11,7 +11,9 @@
 
 Distributions are small validated value objects with ``sample(rng, n)``:
 :class:`Constant`, :class:`Uniform`, :class:`LogUniform`, :class:`Exponential`,
-:class:`LogNormal`, :class:`Weibull`, :class:`PowerOfTwo` and :class:`Choice`.
+:class:`LogNormal`, :class:`Weibull`, :class:`PowerOfTwo` and :class:`Choice`. Each says the
+lowest value it can draw (``lowest()``), so a workload refuses a distribution that can draw
+values out of range (:data:`DRAW_RANGES`, :func:`check_draws`) instead of changing draws.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ __all__ = [
     "assign_apps",
     "insert_foreground",
     "seeded_rng",
+    "DRAW_RANGES",
+    "check_draws",
 ]
 
 
@@ -62,6 +66,10 @@ class Distribution:
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def lowest(self) -> tuple[float, bool]:  # pragma: no cover - abstract
+        """The infimum of the draws and whether a draw can equal it."""
+        raise NotImplementedError
+
 
 @dataclass(frozen=True, kw_only=True)
 class Constant(Distribution):
@@ -72,6 +80,9 @@ class Constant(Distribution):
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return np.full(n, float(self.value))
+
+    def lowest(self) -> tuple[float, bool]:
+        return float(self.value), True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +97,9 @@ class Uniform(Distribution):
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return rng.uniform(self.low, self.high, n)
 
+    def lowest(self) -> tuple[float, bool]:
+        return float(self.low), True
+
 
 @dataclass(frozen=True, kw_only=True)
 class LogUniform(Distribution):
@@ -99,6 +113,9 @@ class LogUniform(Distribution):
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return np.exp(rng.uniform(math.log(self.low), math.log(self.high), n))
 
+    def lowest(self) -> tuple[float, bool]:
+        return float(self.low), True
+
 
 @dataclass(frozen=True, kw_only=True)
 class Exponential(Distribution):
@@ -109,6 +126,9 @@ class Exponential(Distribution):
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return rng.exponential(self.mean, n)
+
+    def lowest(self) -> tuple[float, bool]:
+        return 0.0, False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +143,10 @@ class LogNormal(Distribution):
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return rng.lognormal(math.log(self.median), self.sigma, n)
 
+    def lowest(self) -> tuple[float, bool]:
+        # sigma 0 draws the median itself; otherwise any value > 0.
+        return (float(self.median), True) if self.sigma == 0 else (0.0, False)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Weibull(Distribution):
@@ -135,6 +159,9 @@ class Weibull(Distribution):
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return self.scale * rng.weibull(self.shape, n)
+
+    def lowest(self) -> tuple[float, bool]:
+        return 0.0, False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,6 +183,9 @@ class PowerOfTwo(Distribution):
         a = self.low.bit_length() - 1
         b = self.high.bit_length() - 1
         return np.ldexp(1.0, rng.integers(a, b + 1, n))
+
+    def lowest(self) -> tuple[float, bool]:
+        return float(self.low), True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,10 +212,44 @@ class Choice(Distribution):
             p = w / w.sum()
         return np.asarray(self.values)[rng.choice(len(self.values), n, p=p)]
 
+    def lowest(self) -> tuple[float, bool]:
+        # Every value counts, a zero-weight one too: the list says what may be drawn.
+        return min(self.values), True
+
 
 def _dist(owner: str, name: str, d: Any) -> None:
     if not isinstance(d, Distribution):
         raise UserError(f"{owner}: {name} must be a distribution (Exponential, LogNormal, ...), got {d!r}")
+    check_draws(f"{owner}: {name}", name, d)
+
+
+#: What each distribution of a synthetic workload may draw: role -> (bound, whether the bound
+#: itself may be drawn, what the values are). A distribution that can draw below its bound is
+#: refused (:func:`check_draws`), never clipped.
+DRAW_RANGES: dict[str, tuple[float, bool, str]] = {
+    "inter_arrival": (0.0, True, "gaps between submissions are seconds >= 0"),
+    "size": (1.0, True, "job sizes are processes >= 1 (draws are rounded to the nearest integer): use "
+                        "power_of_two, choice, or constant, uniform, loguniform with values >= 1 "
+                        "(exponential, lognormal and weibull draw values near 0)"),
+    "run_time": (0.0, False, "run times are seconds > 0"),
+    "request_factor": (0.0, False, "request factors (requested time / run time) are > 0; a factor below 1 "
+                                   "asks for less than the job runs, which kills it at its requested time"),
+}
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def check_draws(name: str, role: str, dist: Distribution, *, error: type[Exception] = UserError) -> None:
+    """Raise ``error`` (naming ``name``) when ``dist`` can draw a value out of the range of
+    ``role``, a key of :data:`DRAW_RANGES`."""
+    bound, closed, what = DRAW_RANGES[role]
+    lo, attained = dist.lowest()
+    if lo > bound or (lo == bound and (closed or not attained)):
+        return
+    drawn = _fmt(lo) if attained else f"values near {_fmt(lo)}"
+    raise error(f"{name}: {type(dist).__name__} can draw {drawn}, out of range: {what}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,11 +257,19 @@ class SyntheticWorkload:
     """A seeded synthetic workload.
 
     Jobs arrive with i.i.d. ``inter_arrival`` gaps from ``start_time``; each asks for
-    ``size`` processes (rounded, clipped to ``[1, max_size]``), runs ``run_time`` seconds
-    (clipped to ``[min_run_time, max_run_time]``) and requests ``run_time * request_factor``
-    seconds (at least its run time when ``request_factor >= 1``). Users are drawn
-    uniformly from ``users`` ids, each user's group is ``user % groups``. Times are rounded
-    to ``resolution`` seconds (1 s by default) so schedules compare exactly.
+    ``size`` processes (rounded to the nearest integer), runs ``run_time`` seconds and
+    requests ``run_time * request_factor`` seconds rounded up (at least its run time when
+    ``request_factor >= 1``). Users are drawn uniformly from ``users`` ids, each user's
+    group is ``user % groups``. Times are rounded to ``resolution`` seconds (1 s by default)
+    so schedules compare exactly.
+
+    The distributions must not be able to draw out of range (:data:`DRAW_RANGES`: gaps
+    >= 0, sizes >= 1, run times and factors > 0); a distribution that can is refused here.
+    Draws in range can still be changed by three rules, each counted by
+    :meth:`generate_counted`: a run time that rounds to less than ``min_run_time`` is
+    raised to it (``run_time_raised``); a size above ``max_size`` and a run time above
+    ``max_run_time`` (both optional caps, None by default) are lowered to the cap
+    (``size_capped``, ``run_time_capped``).
     """
 
     n_jobs: int
@@ -232,21 +304,32 @@ class SyntheticWorkload:
 
     def generate(self, seed: int = 0) -> list[Job]:
         """The jobs (ids 1..n_jobs, in submission order)."""
+        return self.generate_counted(seed)[0]
+
+    def generate_counted(self, seed: int = 0) -> tuple[list[Job], dict[str, int]]:
+        """The jobs, and how many draws each documented rule changed (see the class
+        docstring): ``run_time_raised``, ``size_capped``, ``run_time_capped``."""
         n = self.n_jobs
         rng = seeded_rng(seed, 0x5EED)
         res = self.resolution
-        gaps = np.maximum(self.inter_arrival.sample(rng, n), 0.0)
+        # The distributions were checked to draw in range (DRAW_RANGES): nothing is clipped.
+        gaps = self.inter_arrival.sample(rng, n)
         submit = self.start_time + np.cumsum(gaps)
         submit = np.round(submit / res) * res
-        size = np.maximum(np.rint(self.size.sample(rng, n)), 1)
+        size = np.rint(self.size.sample(rng, n))
+        counts = {"run_time_raised": 0, "size_capped": 0, "run_time_capped": 0}
         if self.max_size is not None:
+            counts["size_capped"] = int((size > self.max_size).sum())
             size = np.minimum(size, self.max_size)
-        run = self.run_time.sample(rng, n)
-        run = np.maximum(np.round(run / res) * res, self.min_run_time)
+        run = np.round(self.run_time.sample(rng, n) / res) * res
+        counts["run_time_raised"] = int((run < self.min_run_time).sum())
+        run = np.maximum(run, self.min_run_time)
         if self.max_run_time is not None:
+            counts["run_time_capped"] = int((run > self.max_run_time).sum())
             run = np.minimum(run, self.max_run_time)
-        factor = np.maximum(self.request_factor.sample(rng, n), 0.0)
-        request = np.maximum(np.ceil(run * factor / res) * res, res)
+        # A factor > 0 and a run > 0 give a request of at least one resolution step (a run of 0
+        # is possible only with min_run_time = 0, and asks for 0 s).
+        request = np.ceil(run * self.request_factor.sample(rng, n) / res) * res
         users = rng.integers(0, self.users, n)
         cpn = self.cores_per_node
         jobs = []
@@ -263,7 +346,7 @@ class SyntheticWorkload:
                 user=int(users[i]),
                 group=int(users[i]) % self.groups,
             ))
-        return jobs
+        return jobs, counts
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,8 +35,11 @@ class ExperimentError(UserError):
 # ------------------------------------------------------------------------------ workload
 def build_workload(exp: Experiment, ranks_per_node: int, n_nodes: int) -> tuple[list[Job], list[Job], dict[str, Any]]:
     """The experiment's jobs (apps assigned, foreground inserted), the jobs rejected while
-    reading a trace, and a report of the workload (counts, filter figures, and ``dropped``:
-    the trace jobs the filter took out, by reason).
+    reading a trace, and a report of the workload (counts, filter figures, ``dropped``: the
+    trace jobs the filter took out, by reason, and ``adjusted``: the jobs a documented rule
+    changed, by rule: ``run_time_raised``, ``size_capped``, ``run_time_capped`` for a synthetic
+    workload (:meth:`~scheduler.workload.SyntheticWorkload.generate_counted`), ``size_raised``
+    for a trace: a size that ``size_scale`` rounds to 0 becomes 1 process).
 
     A trace job is sized for the experiment's machine, never for the trace header's: one
     that fits the machine is simulated whatever the header says, and one that does not is
@@ -52,7 +55,7 @@ def build_workload(exp: Experiment, ranks_per_node: int, n_nodes: int) -> tuple[
             run_time=w.run_time.build(), request_factor=w.request_factor.build(), users=w.users,
             cores_per_node=ranks_per_node, resolution=w.resolution, min_run_time=w.resolution,
         )
-        jobs = gen.generate(exp.seed)
+        jobs, report["adjusted"] = gen.generate_counted(exp.seed)
     else:
         from scheduler.swf import read_swf
 
@@ -64,10 +67,16 @@ def build_workload(exp: Experiment, ranks_per_node: int, n_nodes: int) -> tuple[
         tr = read_swf(path, n_nodes=None, cores_per_node=1, skip_malformed=w.skip_malformed, limit=w.limit,
                       reject_too_large=False)
         jobs = []
+        raised = 0
         for j in tr.jobs:
             j = j.fresh()
             if w.size_scale != 1.0:
-                j.job_size = max(1, int(round(j.job_size * w.size_scale)))
+                size = int(round(j.job_size * w.size_scale))
+                if size < 1:
+                    # A job runs on at least one process: the documented rule, counted.
+                    size = 1
+                    raised += 1
+                j.job_size = size
             if w.time_scale != 1.0:
                 j.submit_time *= w.time_scale
                 j.run_time *= w.time_scale
@@ -76,6 +85,7 @@ def build_workload(exp: Experiment, ranks_per_node: int, n_nodes: int) -> tuple[
             jobs.append(j)
         report["filter"] = tr.report.as_dict()
         report["dropped"] = tr.report.by_reason()
+        report["adjusted"] = {"size_raised": raised}
     # Apps for background jobs, drawn by weight from the run seed.
     specs = exp.apps
     weights = np.array([a.weight for a in specs], dtype=float)

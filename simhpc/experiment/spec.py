@@ -349,9 +349,14 @@ class WorkloadSpec:
             "run_time": ({"dist": "lognormal", "median": 1800.0, "sigma": 1.0}, True),
             "request_factor": ({"dist": "uniform", "low": 1.0, "high": 3.0}, False),
         }
+        from scheduler.workload import check_draws
+
         for k, (dflt, is_time) in defaults.items():
             v = getattr(self, k)
-            object.__setattr__(self, k, DistSpec.parse(f"workload.{k}", dflt if v is None else v, time=is_time))
+            d = DistSpec.parse(f"workload.{k}", dflt if v is None else v, time=is_time)
+            # A distribution that can draw out of range is refused, never clipped at run time.
+            check_draws(f"workload.{k}", k, d.build(), error=ConfigError)
+            object.__setattr__(self, k, d)
 
     def _swf(self) -> None:
         if not isinstance(self.trace, str) or not self.trace:

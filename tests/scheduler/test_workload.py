@@ -169,3 +169,42 @@ def test_foreground_job_in_a_replay_keeps_its_flag():
     res = simulate(jobs, n_nodes=4)
     (fg,) = [j for j in res.jobs if j.foreground]
     assert fg.start_time == 150.0  # waits for background job 1 (100..150) to free its node
+
+
+@pytest.mark.parametrize("role,dist,drawn", [
+    ("size", Uniform(low=0.0, high=8.0), "can draw 0"),
+    ("size", LogNormal(median=32.0, sigma=1.0), "can draw values near 0"),
+    ("size", Choice(values=(0.4, 2.0)), "can draw 0.4"),
+    ("run_time", Constant(value=0.0), "can draw 0"),
+    ("run_time", Uniform(low=-5.0, high=60.0), "can draw -5"),
+    ("request_factor", Constant(value=0.0), "can draw 0"),
+    ("request_factor", Uniform(low=-1.0, high=2.0), "can draw -1"),
+    ("inter_arrival", Uniform(low=-10.0, high=10.0), "can draw -10"),
+])
+def test_a_distribution_that_can_draw_out_of_range_is_refused_not_clipped(role, dist, drawn):
+    # These used to be clipped without a word: size 0 -> 1 process, factor 0 -> a 1-s
+    # request, a negative gap -> 0.
+    with pytest.raises(UserError, match=f"SyntheticWorkload: {role}: {type(dist).__name__} {drawn}, out of range"):
+        SyntheticWorkload(n_jobs=10, **{role: dist})
+
+
+def test_distributions_in_range_are_accepted():
+    # A factor below 1 is a choice (the jobs are killed at their requested time), and
+    # continuous run times above 0 are in range.
+    jobs = SyntheticWorkload(n_jobs=50, size=Uniform(low=1.0, high=8.0), run_time=Exponential(mean=60.0),
+                             request_factor=Uniform(low=0.5, high=0.9), inter_arrival=Constant(value=0.0)).generate(1)
+    assert all(j.request_time < j.run_time for j in jobs if j.run_time > 2)
+    assert len({j.submit_time for j in jobs}) == 1
+
+
+def test_changed_draws_are_counted_by_rule():
+    run = Choice(values=(0.3, 600.0, 3000.0))  # 0.3 s rounds to 0 at the 1-s resolution
+    spec = SyntheticWorkload(n_jobs=400, size=PowerOfTwo(low=1, high=64), run_time=run, max_size=16,
+                             max_run_time=2000.0)
+    jobs, counts = spec.generate_counted(3)
+    raw = SyntheticWorkload(n_jobs=400, size=PowerOfTwo(low=1, high=64), run_time=run, min_run_time=0.0).generate(3)
+    assert counts["size_capped"] == sum(j.job_size > 16 for j in raw) > 0
+    assert counts["run_time_raised"] == sum(j.run_time < 1.0 for j in raw) > 0
+    assert counts["run_time_capped"] == sum(j.run_time > 2000.0 for j in raw) > 0
+    assert max(j.job_size for j in jobs) == 16 and min(j.run_time for j in jobs) == 1.0
+    assert [j.job_id for j in jobs] == [j.job_id for j in spec.generate(3)]

@@ -281,3 +281,39 @@ allocator = "bgq-cfca"
     assert flags == {"timekeeper": False, "alltoall": True, "ring": True}
     with pytest.raises(ConfigError, match=r"apps\[alltoall\].comm_sensitive: must be true or false"):
         loads('[machine]\npreset = "tiny-torus"\n[[apps]]\nname = "alltoall"\ncomm_sensitive = "yes"\n')
+
+
+@pytest.mark.parametrize("text,message", [
+    ('size = { dist = "uniform", low = 0, high = 8 }', "workload.size: Uniform can draw 0, out of range: job sizes"),
+    ('size = { dist = "exponential", mean = 8 }', "workload.size: Exponential can draw values near 0"),
+    ('run_time = 0', "workload.run_time: Constant can draw 0, out of range: run times are seconds > 0"),
+    ('run_time = { dist = "uniform", low = 0, high = "1h" }', "workload.run_time: Uniform can draw 0"),
+    ('request_factor = 0', "workload.request_factor: Constant can draw 0, out of range"),
+    ('request_factor = { dist = "choice", values = [-1, 2] }', "workload.request_factor: Choice can draw -1"),
+])
+def test_a_synthetic_distribution_that_can_draw_out_of_range_is_refused_when_read(text, message):
+    with pytest.raises(ConfigError, match="t.toml: " + message):
+        loads('[machine]\npreset = "tiny-torus"\n[workload]\n' + text + "\n", source="t.toml")
+
+
+def test_a_request_factor_below_one_is_accepted():
+    exp = loads('[machine]\npreset = "tiny-torus"\n[workload]\njobs = 20\nrequest_factor = 0.5\n')
+    assert exp.workload.request_factor.build().value == 0.5
+
+
+def test_the_workload_report_counts_the_jobs_a_rule_changed(tmp_path):
+    from simhpc.experiment.runner import build_workload
+
+    exp = loads('[machine]\npreset = "tiny-torus"\n[workload]\njobs = 300\n'
+                'run_time = { dist = "choice", values = [0.2, 60] }\n')
+    jobs, _, report = build_workload(exp, 1, 16)
+    raised = report["adjusted"]["run_time_raised"]
+    assert 0 < raised < 300 and raised == sum(j.run_time == 1.0 for j in jobs)
+    # A trace job that size_scale rounds to 0 processes runs on 1, and is counted.
+    (tmp_path / "t.swf").write_text("; MaxProcs: 64\n"
+                                    "1 0 -1 100 1 -1 -1 1 200 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                                    "2 5 -1 100 8 -1 -1 8 200 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    exp = loads('[machine]\npreset = "tiny-torus"\n[workload]\nkind = "swf"\ntrace = "t.swf"\nsize_scale = 0.25\n',
+                base_dir=str(tmp_path))
+    jobs, _, report = build_workload(exp, 1, 16)
+    assert [j.job_size for j in jobs] == [1, 2] and report["adjusted"] == {"size_raised": 1}
