@@ -38,7 +38,7 @@ def _run(code: str, checks: str, cwd: Path) -> None:
 def test_readme_python_example_runs(tmp_path):
     (code,) = _python_blocks(ROOT / "README.md")
     _run(code.replace('"examples/', f'"{ROOT}/examples/'),
-         "assert same.n_jobs == res.n_jobs == 12\n"
+         "assert same.n_jobs == res.n_jobs == 13\n"
          "assert rep.summary()['jobs'] == 2000 and app.runtime > 0", tmp_path)
 
 
@@ -53,3 +53,26 @@ def test_no_doc_or_example_reads_files_outside_the_repository():
     bad = [str(p.relative_to(ROOT)) for p in files if "shared/traces" in p.read_text() or "SIMHPC_TRACES" in p.read_text()]
     assert not bad
 
+
+
+def test_readme_quickstart_compares_runs_of_one_experiment():
+    """Files plotted together in the quick start are runs of the same experiment (one setting
+    changed), so the figure compares like with like."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Quickstart", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    made: dict[str, str] = {}
+    plotted = []
+    for line in block.splitlines():
+        words = line.split("#", 1)[0].split()
+        if words[:2] == ["simhpc", "run"]:
+            out = words[words.index("--out") + 1] if "--out" in words else "results.h5"
+            exp = words[2] if len(words) > 2 and not words[2].startswith("-") else "<default>"
+            made[out] = exp
+        elif words[:2] == ["simhpc", "plot"]:
+            files = [w for w in words[2:words.index("--out") if "--out" in words else None] if w.endswith(".h5")]
+            plotted.append(files)
+    comparisons = [f for f in plotted if len(f) > 1]
+    assert comparisons, "the quick start shows no comparison of runs"
+    for files in comparisons:
+        assert all(f in made for f in files), files
+        assert len({made[f] for f in files}) == 1, {f: made[f] for f in files}
