@@ -48,7 +48,8 @@ JOB_COLUMNS: dict[str, tuple[str, str, str]] = {
                   "rank placement (NaN: not computed); the network slowdown is app_run / ideal_run"),
     "alone_run": ("float64", "s", "app_run of the same job alone on the same network model on the same nodes, same "
                   "rank placement (NaN: not computed); the interference slowdown is app_run / alone_run"),
-    "status": ("str", "", "completed | killed | failed | rejected"),
+    "status": ("str", "", "completed | killed | failed | rejected; running | queued | pending when the run "
+                          "stopped at its end_time (see Job statuses)"),
     "kill_reason": ("str", "", "why a job was killed or failed ('' otherwise)"),
     "aph": ("float64", "hops", "average pairwise inter-switch hops of the allocation"),
     "mind": ("float64", "hops", "mean inter-node distance of the allocation"),

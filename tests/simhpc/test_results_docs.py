@@ -60,3 +60,35 @@ def test_the_examples_run(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "fcfs-tiny 40 tiny-fattree3" in out and "s start - submit" in out
     assert (tmp_path / "gantt.png").exists() and (tmp_path / "figs" / "wait_cdf.svg").exists()
+
+
+def test_every_job_status_is_documented_with_when_it_occurs():
+    from scheduler.job import JobStatus
+
+    text = DOC.read_text(encoding="utf-8")
+    section = text[text.index("#### Job statuses"):]
+    section = section[:section.index("\n#")]
+    rows = dict(re.findall(r"^\| `([a-z_]+)` \| (.+) \|$", section, flags=re.M))
+    assert set(rows) == set(JobStatus.ALL), sorted(set(JobStatus.ALL) ^ set(rows))
+    assert all(len(when) > 10 for when in rows.values())
+    # The column's own description names every status too.
+    desc = JOB_COLUMNS["status"][2]
+    assert all(s in desc for s in JobStatus.ALL), desc
+
+
+def test_a_run_cut_at_its_end_time_has_running_queued_and_pending_jobs():
+    import numpy as np
+
+    from simhpc.experiment import loads
+    from simhpc.experiment.runner import run_experiment
+
+    exp = loads('end_time = "30min"\n[machine]\npreset = "tiny-fattree3"\n'
+                '[workload]\njobs = 40\ninter_arrival = { dist = "exponential", mean = "60s" }\n'
+                'size = { dist = "power_of_two", low = 2, high = 16 }\n'
+                'run_time = { dist = "uniform", low = "5min", high = "20min" }\n[[apps]]\nname = "timekeeper"\n')
+    j = run_experiment(exp, comm=None, progress=False).jobs
+    assert set(j["status"]) == {"completed", "running", "queued", "pending"}
+    st = j["status"]
+    assert np.isnan(j["end"][st == "running"]).all() and np.isfinite(j["start"][st == "running"]).all()
+    assert np.isnan(j["start"][st == "queued"]).all()
+    assert (j["submit"][st == "pending"] > 30 * 60).all()
