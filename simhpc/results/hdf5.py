@@ -403,11 +403,13 @@ def read_results(path: str | os.PathLike[str]) -> Results:
         system = _read_dict(system_g)
         series = {k: _read_array(ds) for k, ds in system_g.items()
                   if isinstance(ds, _h5py().Dataset) and "python_type" not in ds.attrs}
+        _check_series(path, series)
         network_g = f["network"]
         network = _read_dict(network_g, skip=("links",))
         links = None
         if "links" in network_g:
             links = {k: _read_array(ds) for k, ds in network_g["links"].items()}
+            _check_links(path, links)
         run = _read_dict(f["run"])
         seed = _scalar(f.attrs.get("seed"))
         name = _scalar(f.attrs.get("name"))
@@ -448,7 +450,66 @@ def _read_jobs(g: Any, path: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np
     for name in (NODES_PTR, NODES_LIST):
         if name not in g:
             raise ResultsFileError(path, f"damaged or incomplete results file (no /jobs/{name})")
-    return jobs, _read_array(g[NODES_PTR]), _read_array(g[NODES_LIST])
+    ptr, nodes = _read_array(g[NODES_PTR]), _read_array(g[NODES_LIST])
+    _check_jobs(path, jobs, ptr, nodes)
+    return jobs, ptr, nodes
+
+
+def _damaged(path: Any, what: str) -> ResultsFileError:
+    return ResultsFileError(path, f"damaged results file: {what}")
+
+
+def _check_jobs(path: Any, jobs: dict[str, np.ndarray], ptr: np.ndarray, nodes: np.ndarray) -> None:
+    """The job table and its allocations fit together (what ``nodes_of`` and the plots rely
+    on): equal column lengths, and a CSR row pointer that rises from 0 to the node count."""
+    n = len(jobs["job_id"])
+    for name, a in jobs.items():
+        if a.ndim != 1 or len(a) != n:
+            raise _damaged(path, f"/jobs/{name} has shape {a.shape}; /jobs/job_id has {n} rows")
+    for name, a in ((NODES_PTR, ptr), (NODES_LIST, nodes)):
+        if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
+            raise _damaged(path, f"/jobs/{name} must be a 1-d integer array, found {a.dtype} of shape {a.shape}")
+    if len(ptr) != n + 1:
+        raise _damaged(path, f"/jobs/{NODES_PTR} has {len(ptr)} entries; {n} jobs need {n + 1}")
+    if ptr[0] != 0 or ptr[-1] != len(nodes):
+        raise _damaged(path, f"/jobs/{NODES_PTR} must run from 0 to the length of /jobs/{NODES_LIST} "
+                             f"({len(nodes)}), found {int(ptr[0])} .. {int(ptr[-1])}")
+    step = np.diff(ptr.astype(np.int64))
+    if (step < 0).any():
+        i = int(np.argmax(step < 0))
+        raise _damaged(path, f"/jobs/{NODES_PTR} must not decrease, found {int(ptr[i])} then {int(ptr[i + 1])} "
+                             f"(jobs {i} and {i + 1})")
+    if nodes.size and int(nodes.min()) < 0:
+        raise _damaged(path, f"/jobs/{NODES_LIST} holds a negative node id ({int(nodes.min())})")
+
+
+#: The system time series that are read together: (instants, values read at those instants).
+_SERIES_GROUPS = (("busy_times", ("busy_nodes",)), ("queue_times", ("queue_lengths",)),
+                  ("sample_times", ("utilization_samples", "busy_samples", "queue_samples")))
+
+
+def _check_series(path: Any, series: dict[str, np.ndarray]) -> None:
+    """Each system series is 1-d, and the values of a step function or of samples are as many
+    as its instants, which do not decrease (the plots draw them as given)."""
+    for name, a in series.items():
+        if a.ndim != 1:
+            raise _damaged(path, f"/system/{name} must be 1-d, found shape {a.shape}")
+    for times, values in _SERIES_GROUPS:
+        if times not in series:
+            continue
+        t = series[times]
+        if t.size and (t.dtype.kind not in "iuf" or not np.all(np.diff(t.astype(np.float64)) >= 0)):
+            raise _damaged(path, f"/system/{times} must be non-decreasing numbers")
+        for v in values:
+            if v in series and len(series[v]) != len(t):
+                raise _damaged(path, f"/system/{v} has {len(series[v])} entries, /system/{times} {len(t)}")
+
+
+def _check_links(path: Any, links: dict[str, np.ndarray]) -> None:
+    lengths = {k: len(v) if v.ndim == 1 else None for k, v in links.items()}
+    if len(set(lengths.values())) > 1 or None in lengths.values():
+        raise _damaged(path, "the /network/links arrays differ in length or are not 1-d: "
+                             + ", ".join(f"{k} {v if v is not None else 'not 1-d'}" for k, v in lengths.items()))
 
 
 def _read_array(ds: Any) -> np.ndarray:
