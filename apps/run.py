@@ -35,7 +35,7 @@ from .node import DEFAULT_CTRL, DEFAULT_EAGER, DEFAULT_POLL, LaunchSpec, MpiOpti
 from .platform import build_platform, network_config
 from .registry import bind_args
 
-__all__ = ["AppResult", "PLACEMENTS", "choose_nodes", "run_app"]
+__all__ = ["AppResult", "PLACEMENTS", "blocked_rank_lines", "choose_nodes", "run_app"]
 
 PLACEMENTS = ("contiguous", "random")
 JOB_ID = 0
@@ -231,6 +231,23 @@ def _hot_links(netstats: NetworkStats, topo: Any, k: int) -> list[dict[str, Any]
     return out
 
 
+def blocked_rank_lines(states: list[dict[str, Any]], *, indent: str = "", limit: int = _LIST_MAX) -> list[str]:
+    """The unfinished ranks of a job after a run, one line each (the first ``limit``, then a
+    count): ``rank R on node N: <the MPI call it waits in> at <the app's line>``.
+
+    ``states`` are the job's node states (:meth:`apps.platform.Platform.job_states`). The
+    same lines serve ``run_app``'s :class:`DeadlockError` and an experiment's report of jobs
+    that never ended.
+    """
+    unfinished = sorted((u for s in states for u in s["unfinished"]), key=lambda u: u[0])
+    # Each rank's line of app code it blocked at, when known.
+    lines = [f"{indent}rank {u[0]} on node {u[1]}: {u[2]}" + (f" at {u[4]}" if u[4] else "")
+             for u in unfinished[:limit]]
+    if len(unfinished) > limit:
+        lines.append(f"{indent}... and {len(unfinished) - limit} more")
+    return lines
+
+
 def _raise_failures(rec: JobRecord, states: list[dict[str, Any]], sim: Simulator, end_time: float) -> None:
     if rec.status == "ok":
         return
@@ -253,10 +270,7 @@ def _raise_failures(rec: JobRecord, states: list[dict[str, Any]], sim: Simulator
             job=rec.job, unfinished=n, time=now,
         )
     blocked = [(u[0], u[1], u[2]) for u in unfinished]
-    # Each rank's line of app code it blocked at, when known.
-    lines = [f"  rank {u[0]} on node {u[1]}: {u[2]}" + (f" at {u[4]}" if u[4] else "") for u in unfinished[:_LIST_MAX]]
-    if len(blocked) > _LIST_MAX:
-        lines.append(f"  ... and {len(blocked) - _LIST_MAX} more")
+    lines = blocked_rank_lines(states, indent="  ")
     raise DeadlockError(
         f"deadlock in job {rec.job} (app {rec.app!r}): {len(blocked)} of {rec.size} ranks blocked forever "
         f"(the run ended at t={now!r} s with nothing left to happen):\n" + "\n".join(lines),

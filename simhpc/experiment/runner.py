@@ -327,7 +327,7 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     if bar is not None:
         st = _without_ticks(st, ticker.ticks)
     netstats = net.stats()
-    unfinished = _unfinished(sim, sched)
+    unfinished = _unfinished(sim, sched, plat)
     if unfinished:
         raise ExperimentError(unfinished)
     # The baselines: every completed app job again, alone on its nodes (the same runs on
@@ -362,29 +362,32 @@ class _Idle(Entity):
     """Stands in for the progress ticker when no bar is shown (same entity ids either way)."""
 
 
-def _unfinished(sim: Simulator, sched: Any) -> str:
-    """A report of jobs still queued or running when the run ended ('' when none)."""
-    mine = ""
-    if sched is not None and not sched.finished:
-        if sim.now >= sim.end_time:
-            return ""  # the run was cut at its end time: unfinished jobs are expected
-        running = sched.running
-        lines = [f"the simulation ended at t={sim.now:g} s with {len(running)} job(s) running, "
-                 f"{len(sched.queue)} queued and {sched.unsubmitted} not yet submitted"]
-        for jid in sorted(running)[:10]:
-            j = running[jid]
-            lines.append(f"  job {jid} ({j.app_name}, {j.job_size} ranks) never ended")
-        blocked = [b for b in sim.stats.blocked if b.waiting_for]
-        for b in blocked[:20]:
-            at = f" [{b.location}]" if b.location else ""
-            lines.append(f"  {b.entity} {b.process}: blocked in {b.waiting_for}{at}")
-        if len(blocked) > 20:
-            lines.append(f"  ... and {len(blocked) - 20} more blocked rank(s)")
-        lines.append("(an app deadlocked; with kill_overrun = true such jobs are killed at their requested time)")
-        mine = "\n".join(lines)
+def _unfinished(sim: Simulator, sched: Any, plat: Any) -> str:
+    """A report of jobs still queued or running when the run ended ('' when none, or when the
+    run was cut at its end time). Each job that never ended lists its blocked ranks with the
+    app line each waits at, as ``simhpc app`` reports a deadlock
+    (:func:`apps.run.blocked_rank_lines`). Called on every rank (the job states are gathered).
+    """
+    from apps.run import blocked_rank_lines
+
+    head, running = "", []
+    # The run was cut at its end time: unfinished jobs are expected.
+    if sched is not None and not sched.finished and sim.now < sim.end_time:
+        running = [(jid, j.app_name, j.job_size) for jid, j in sorted(sched.running.items())]
+        head = (f"the simulation ended at t={sim.now:g} s with {len(running)} job(s) running, "
+                f"{len(sched.queue)} queued and {sched.unsubmitted} not yet submitted")
     if sim.comm is not None and sim.size > 1:
-        mine = sim.comm.bcast(mine, root=0)
-    return mine
+        head, running = sim.comm.bcast((head, running), root=0)
+    if not head:
+        return ""
+    lines = [head]
+    for jid, app, size in running[:10]:
+        lines.append(f"  job {jid} ({app}, {size} ranks) never ended")
+        lines.extend(blocked_rank_lines(plat.job_states(jid), indent="    "))
+    if len(running) > 10:
+        lines.append(f"  ... and {len(running) - 10} more job(s)")
+    lines.append("(an app deadlocked; with kill_overrun = true such jobs are killed at their requested time)")
+    return "\n".join(lines)
 
 
 def _baseline_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | None, sim: Simulator,

@@ -160,6 +160,34 @@ def test_a_deadlock_without_walltime_kills_is_reported_with_the_blocked_ranks():
     assert "never ended" in msg and "test-stuck" in msg and "recv" in msg
 
 
+@app("test-skip-allreduce")
+def _skip_allreduce(mpi):
+    """Rank 0 skips the allreduce the others enter: they block inside the collective."""
+    if mpi.rank != 0:
+        mpi.allreduce(8)
+
+
+def test_a_deadlock_inside_a_collective_names_the_app_line_as_simhpc_app_does():
+    from apps import DeadlockError, run_app
+
+    with pytest.raises(DeadlockError) as alone:
+        run_app("tiny-torus", "test-skip-allreduce", 4, ranks_per_node=1, comm=None)
+    exp = loads('[machine]\npreset = "tiny-torus"\n[workload]\njobs = 1\n'
+                'size = { dist = "constant", value = 4 }\nrun_time = { dist = "constant", value = "1min" }\n'
+                '[[apps]]\nname = "test-skip-allreduce"\nrequest_time = "10min"\n'
+                '[scheduler]\nkill_overrun = false\nranks_per_node = 1\n')
+    with pytest.raises(ExperimentError) as ei:
+        run_experiment(exp, comm=None, progress=False)
+    msg = str(ei.value)
+    line = _skip_allreduce.__code__.co_firstlineno + 4  # the allreduce call
+    where = f"at _skip_allreduce (test_experiment_run.py:{line})"
+    rank_lines = [x.strip() for x in str(alone.value).splitlines()[1:]]
+    assert len(rank_lines) == 3 and all(x.endswith(where) and "allreduce(" in x for x in rank_lines)
+    # The same rank lines (ranks, nodes, the collective and its message, the app line).
+    assert "job 1 (test-skip-allreduce, 4 ranks) never ended" in msg
+    assert [x.strip() for x in msg.splitlines() if x.strip().startswith("rank ")] == rank_lines
+
+
 def test_jobs_larger_than_the_machine_are_rejected_and_counted():
     exp = loads(SMALL, overrides=["workload.jobs=8", 'workload.size={dist="choice", values=[4, 64]}'])
     r = run_experiment(exp, comm=None, progress=False)
