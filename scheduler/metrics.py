@@ -12,7 +12,11 @@ end of the jobs that ran:
 * **utilization**: busy node-seconds over ``n_nodes * span`` (the busy-node step function
   integrated exactly), and ``busy_samples``/``utilization_samples`` sampled every
   ``interval`` seconds (one simulated minute by default). The samples are computed
-  afterwards from the start and end times, so a run needs no periodic events.
+  afterwards from the start and end times, so a run needs no periodic events. Their number
+  is bounded by :data:`MAX_SAMPLES` + 1, whatever the makespan: past ``MAX_SAMPLES``
+  intervals the step widens to the smallest whole multiple of the requested interval that
+  fits (``SystemMetrics.interval`` is the step used). The step functions, which are exact,
+  have two entries per job at most, so no series grows with the makespan.
 * **makespan**: last end minus first submission.
 * **loss of capacity** (Zhou, Yang, Lan, Rich, Tang, Morozov, Desai, "Improving batch
   scheduling on Blue Gene/Q by relaxing 5D torus network allocation constraints", IPDPS
@@ -200,6 +204,18 @@ class SystemMetrics:
         return {k: v for k, v in asdict(self).items() if isinstance(v, np.ndarray)}
 
 
+#: The most sampling intervals of a run; a longer makespan widens the sampling step.
+MAX_SAMPLES = 10_000
+
+
+def sampling_step(span: float, interval: float) -> float:
+    """The sampling step of a run of ``span`` seconds: ``interval``, or its smallest whole
+    multiple that gives at most :data:`MAX_SAMPLES` intervals."""
+    if not span > interval * MAX_SAMPLES:
+        return interval
+    return interval * math.ceil(span / (interval * MAX_SAMPLES))
+
+
 def _step(times: np.ndarray, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct times and the value of the cumulative sum after all deltas at each."""
     if len(times) == 0:
@@ -288,7 +304,11 @@ def system_metrics(jobs: Sequence[Job] | JobTable, n_nodes: int, *, interval: fl
     q_t, q_v = _step(np.concatenate([submit, start]), np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)]))
     busy_node_s = float((nodes * (end - start)).sum())
     util = busy_node_s / (n_nodes * span) if span > 0 else 0.0
-    samples = t0 + interval * np.arange(int(math.floor(span / interval)) + 1)
+    # Sized by the makespan only up to MAX_SAMPLES: a trace job of run time 1e10 s must not
+    # allocate gigabytes of samples.
+    step = sampling_step(span, interval)
+    count = min(int(math.floor(span / step)), MAX_SAMPLES) if math.isfinite(span) else 0
+    samples = t0 + step * np.arange(count + 1)
     busy_s = _sample(busy_t, busy_v, samples).astype(np.int64)
     queue_s = _sample(q_t, q_v, samples).astype(np.int64)
     loc = _loss_of_capacity(submit, start, end, nodes, n_nodes, t0, t1)
@@ -310,7 +330,7 @@ def system_metrics(jobs: Sequence[Job] | JobTable, n_nodes: int, *, interval: fl
         mean_slowdown=float(np.nanmean(sld)) if np.isfinite(sld).any() else math.nan,
         mean_bounded_slowdown=float(table.bounded_slowdown[ran].mean()),
         max_bounded_slowdown=float(table.bounded_slowdown[ran].max()),
-        interval=float(interval),
+        interval=float(step),
         sample_times=samples,
         busy_samples=busy_s,
         utilization_samples=busy_s / n_nodes,
