@@ -21,6 +21,7 @@ from pdes import Entity, Simulator
 
 from scheduler.errors import UserError
 from scheduler.job import Job, JobStatus
+from .progress import BAR_FORMAT, progress_postfix
 from .spec import ConfigError, Experiment
 
 __all__ = ["run_experiment", "build_workload", "AppJobRunner", "ExperimentError"]
@@ -219,6 +220,7 @@ class ProgressTicker(Entity):
         self.t0 = _time.perf_counter()
         self.done = 0
         self.ticks = 0
+        self.drawn = 0.0
         self.after(period, self.tick)
 
     def tick(self, _: Any = None) -> None:
@@ -231,8 +233,13 @@ class ProgressTicker(Entity):
             self.bar.update(ended - self.done)
             self.done = ended
         wall = _time.perf_counter() - self.t0
-        ev = self.sim.events_so_far()
-        self.bar.set_postfix_str(f"t={_fmt_sim(self.sim.now)} events/s={ev / wall if wall > 0 else 0:,.0f}", refresh=False)
+        text = progress_postfix(now=_fmt_sim(self.sim.now), done=self.done, total=self.total, wall=wall,
+                                events=self.sim.events_so_far())
+        # Redrawn at most twice a second, also while no job ends (the last, long jobs).
+        redraw = wall - self.drawn >= 0.5
+        if redraw:
+            self.drawn = wall
+        self.bar.set_postfix_str(text, refresh=redraw)
         if not sched.finished:
             self.after(self.period, self.tick)
 
@@ -253,7 +260,8 @@ def _progress_bar(total: int, enabled: bool | None) -> Any:
     if not enabled:
         return None
     # Shown only for runs that take more than a couple of seconds.
-    return tqdm(total=total, unit="job", delay=2.0, file=sys.stderr, dynamic_ncols=True, leave=False)
+    return tqdm(total=total, unit="job", delay=2.0, file=sys.stderr, dynamic_ncols=True, leave=False,
+                bar_format=BAR_FORMAT)
 
 
 # ---------------------------------------------------------------------------------- run
