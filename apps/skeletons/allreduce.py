@@ -5,17 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..registry import app
-from ._args import algorithm as _algorithm, count, nbytes as _nbytes, seconds
+from ._args import algorithm_of, count, nbytes as _nbytes, seconds
+
+CHECKS = {"iters": count, "nbytes": _nbytes, "compute_s": seconds, "algorithm": algorithm_of("allreduce")}
 
 
-def _check(size: int, *, iters: int, nbytes: Any, compute_s: Any, algorithm: str | None) -> None:
-    count(iters, "iters")
-    _nbytes(nbytes, "nbytes")
-    seconds(compute_s, "compute_s")
-    _algorithm(algorithm, "allreduce")
-
-
-@app("allreduce", validate=_check)
+@app("allreduce", checks=CHECKS)
 def allreduce_app(mpi: Any, *, iters: int = 10, nbytes: Any = 1024, compute_s: Any = 0.0, algorithm: str | None = None) -> None:
     """``iters`` times: compute ``compute_s`` seconds, then an allreduce of ``nbytes``.
 

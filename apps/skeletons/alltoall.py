@@ -5,17 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..registry import app
-from ._args import algorithm as _algorithm, count, nbytes as _nbytes, seconds
+from ._args import algorithm_of, count, nbytes as _nbytes, seconds
+
+CHECKS = {"iters": count, "nbytes": _nbytes, "compute_s": seconds, "algorithm": algorithm_of("alltoall")}
 
 
-def _check(size: int, *, iters: int, nbytes: Any, compute_s: Any, algorithm: str | None) -> None:
-    count(iters, "iters")
-    _nbytes(nbytes, "nbytes")
-    seconds(compute_s, "compute_s")
-    _algorithm(algorithm, "alltoall")
-
-
-@app("alltoall", validate=_check)
+@app("alltoall", checks=CHECKS)
 def alltoall_app(mpi: Any, *, iters: int = 10, nbytes: Any = 4096, compute_s: Any = 0.0, algorithm: str | None = None) -> None:
     """``iters`` times: compute ``compute_s`` seconds, then an all-to-all of ``nbytes`` per pair."""
     n = _nbytes(nbytes, "nbytes")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..registry import app
-from ._args import count, nbytes as _nbytes, seconds
+from ._args import count, nbytes as _nbytes, one_of, seconds
 
 _M64 = (1 << 64) - 1
 MODES = ("random", "fixed")
@@ -69,19 +69,13 @@ class Permutation:
         return self.inverse(q) if q < self.n else None
 
 
-def _check(size: int, *, iters: int, nbytes: Any, mode: str, compute_s: Any) -> None:
-    count(iters, "iters")
-    _nbytes(nbytes, "nbytes")
-    seconds(compute_s, "compute_s")
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+CHECKS = {"iters": count, "nbytes": _nbytes, "mode": one_of(MODES), "compute_s": seconds}
 
 
-@app("pairs", validate=_check)
+@app("pairs", checks=CHECKS)
 def pairs(mpi: Any, *, iters: int = 10, nbytes: Any = 65536, mode: str = "random", compute_s: Any = 0.0) -> None:
     """``iters`` times: compute, then exchange ``nbytes`` with a partner. ``mode="random"``
     draws a new random pairing of all ranks every iteration; ``"fixed"`` keeps the first."""
-    _check(mpi.size, iters=iters, nbytes=nbytes, mode=mode, compute_s=compute_s)
     n = _nbytes(nbytes, "nbytes")
     c = seconds(compute_s, "compute_s")
     rng = mpi.job_rng("pairs")

@@ -8,13 +8,10 @@ from ..registry import app
 from ._args import count, nbytes as _nbytes, seconds
 
 
-def _check(size: int, *, iters: int, nbytes: Any, compute_s: Any) -> None:
-    count(iters, "iters")
-    _nbytes(nbytes, "nbytes")
-    seconds(compute_s, "compute_s")
+CHECKS = {"iters": count, "nbytes": _nbytes, "compute_s": seconds}
 
 
-@app("even-odd", validate=_check)
+@app("even-odd", checks=CHECKS)
 def even_odd(mpi: Any, *, iters: int = 10, nbytes: Any = 65536, compute_s: Any = 0.0) -> None:
     """``iters`` times: compute, then rank 2i and rank 2i+1 exchange ``nbytes`` (sendrecv).
 
@@ -30,7 +27,7 @@ def even_odd(mpi: Any, *, iters: int = 10, nbytes: Any = 65536, compute_s: Any =
             mpi.sendrecv(partner, n)
 
 
-@app("ring", validate=_check)
+@app("ring", checks=CHECKS)
 def ring(mpi: Any, *, iters: int = 10, nbytes: Any = 65536, compute_s: Any = 0.0) -> None:
     """``iters`` times: compute, then send ``nbytes`` to rank + 1 and receive from rank - 1."""
     n = _nbytes(nbytes, "nbytes")

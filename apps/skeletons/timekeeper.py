@@ -6,11 +6,7 @@ from ..registry import JobContext, app
 from ._args import seconds
 
 
-def _check(size: int, *, runtime: float | str) -> None:
-    seconds(runtime, "runtime")
-
-
-@app("timekeeper", per_rank=False, validate=_check)
+@app("timekeeper", per_rank=False, checks={"runtime": seconds})
 def timekeeper(job: JobContext, *, runtime: float | str) -> float:
     """Occupy the job's nodes for ``runtime`` seconds ('2h' accepted); no messages.
 

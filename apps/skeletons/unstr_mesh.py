@@ -15,7 +15,7 @@ from typing import Any
 
 from ..mpi.comm import dims_create
 from ..registry import app
-from ._args import count, grid as _grid, nbytes as _nbytes, number, seconds
+from ._args import count, grid as _grid, grid_of, nbytes as _nbytes, number, optional, seconds
 from .pairs import _mix
 
 _TAG = 77
@@ -46,19 +46,18 @@ def neighbours(rank: int, dims: tuple[int, ...], radius: int, degree: float, key
     return out
 
 
-def _check(size: int, *, grid: Any, degree: Any, radius: int, nbytes: Any, nbytes_max: Any, iters: int,
-           compute_s: Any) -> None:
+CHECKS = {"grid": grid_of(3), "degree": number, "radius": lambda v, name: count(v, name, 1), "nbytes": _nbytes,
+          "nbytes_max": optional(_nbytes), "iters": count, "compute_s": seconds}
+
+
+def _check(size: int, *, grid: Any, nbytes: Any, nbytes_max: Any, **_: Any) -> None:
+    # What depends on the size or on two arguments: each value alone is checked by CHECKS.
     _grid(grid, 3, size)
-    count(radius, "radius", 1)
-    number(degree, "degree")
-    lo = _nbytes(nbytes, "nbytes")
-    if nbytes_max is not None and _nbytes(nbytes_max, "nbytes_max") < lo:
+    if nbytes_max is not None and _nbytes(nbytes_max, "nbytes_max") < _nbytes(nbytes, "nbytes"):
         raise ValueError(f"nbytes_max ({nbytes_max!r}) must be >= nbytes ({nbytes!r})")
-    count(iters, "iters")
-    seconds(compute_s, "compute_s")
 
 
-@app("unstr-mesh", validate=_check)
+@app("unstr-mesh", checks=CHECKS, validate=_check)
 def unstr_mesh(mpi: Any, *, grid: Any = None, degree: float = 6, radius: int = 1, nbytes: Any = 4096,
                nbytes_max: Any = None, iters: int = 10, compute_s: Any = 0.0) -> None:
     """``iters`` times: compute, then exchange with every neighbour of a random graph of

@@ -401,6 +401,12 @@ class AppChoice:
     (optional) marks the jobs given this app as communication-sensitive or not
     (``sched_args["comm_sensitive"]``, read by the partition allocators' CFCA and Hybrid
     policies); unset, those allocators draw it (their ``sensitive_fraction``).
+
+    ``args`` are checked when the entry is made: names against the app's parameters, and
+    each value by the app's own checks (``@app(checks=...)``), so a bad value is refused
+    here rather than failing every job of the app. ``path`` is where the entry is written
+    (``"apps.2"`` for the third ``[[apps]]`` table of a file; default ``apps[NAME]``), for
+    the messages.
     """
 
     name: str
@@ -408,28 +414,32 @@ class AppChoice:
     args: Mapping[str, Any] = field(default_factory=dict)
     request_time: float | str | None = None
     comm_sensitive: bool | None = None
+    path: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        from apps.errors import AppConfigError
         from apps.registry import get_app
 
-        _name("apps.name", self.name)
+        where = self.path or "apps"
+        _name(f"{where}.name", self.name)
         try:
             get_app(self.name)
-        except Exception as exc:  # noqa: BLE001 - the registry's error names the valid apps
-            raise ConfigError(f"apps.name: {exc}") from None
-        _num(f"apps[{self.name}].weight", self.weight, 0.0)
+        except AppConfigError as exc:  # the registry's error names the valid apps
+            raise ConfigError(f"{where}.name: {exc}") from None
+        where = self.path or f"apps[{self.name}]"
+        _num(f"{where}.weight", self.weight, 0.0)
         if not isinstance(self.args, Mapping):
-            raise ConfigError(f"apps[{self.name}].args: must be a table, got {self.args!r}")
+            raise ConfigError(f"{where}.args: must be a table, got {self.args!r}")
         if self.request_time is not None:
-            object.__setattr__(self, "request_time", _time(f"apps[{self.name}].request_time", self.request_time))
-        _flag(f"apps[{self.name}].comm_sensitive", self.comm_sensitive)
-        if self.name != "timekeeper":
+            object.__setattr__(self, "request_time", _time(f"{where}.request_time", self.request_time))
+        _flag(f"{where}.comm_sensitive", self.comm_sensitive)
+        if self.name != "timekeeper":  # a timekeeper job runs for its workload run time
             from apps.registry import bind_args
 
             try:
-                bind_args(self.name, dict(self.args))
-            except Exception as exc:  # noqa: BLE001
-                raise ConfigError(f"apps[{self.name}].args: {exc}") from None
+                bind_args(self.name, dict(self.args), key=f"{where}.args")
+            except AppConfigError as exc:
+                raise ConfigError(str(exc)) from None
 
     def to_dict(self) -> dict[str, Any]:
         return _drop_none({"name": self.name, "weight": self.weight, "args": _lists(dict(self.args)) or None,
@@ -442,8 +452,9 @@ class ForegroundSpec:
 
     ``count`` jobs of app ``app`` with ``ranks`` processes each, submitted at ``at``
     (times), or together with background job ``after_job``, or at random points of the
-    background workload (the default, drawn from the seed). ``comm_sensitive`` as for
-    :class:`AppChoice`.
+    background workload (the default, drawn from the seed). ``comm_sensitive`` and ``path``
+    (``"foreground.0"``; default ``foreground``) as for :class:`AppChoice`; ``args`` are
+    checked with the app's checks for ``ranks`` ranks.
     """
 
     app: str
@@ -454,27 +465,36 @@ class ForegroundSpec:
     at: tuple[float, ...] | None = None
     after_job: int | None = None
     comm_sensitive: bool | None = None
+    path: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        from apps.registry import bind_args
+        from apps.errors import AppConfigError
+        from apps.registry import bind_args, get_app
 
-        _int("foreground.ranks", self.ranks, 1)
-        _int("foreground.count", self.count, 1)
+        where = self.path or "foreground"
         try:
-            bind_args(self.app, dict(self.args), size=self.ranks)
-        except Exception as exc:  # noqa: BLE001
-            raise ConfigError(f"foreground[{self.app}]: {exc}") from None
-        object.__setattr__(self, "request_time", _time("foreground.request_time", self.request_time))
-        _flag("foreground.comm_sensitive", self.comm_sensitive)
+            get_app(self.app)
+        except AppConfigError as exc:  # the registry's error names the valid apps
+            raise ConfigError(f"{where}.app: {exc}") from None
+        _int(f"{where}.ranks", self.ranks, 1)
+        _int(f"{where}.count", self.count, 1)
+        if not isinstance(self.args, Mapping):
+            raise ConfigError(f"{where}.args: must be a table, got {self.args!r}")
+        try:
+            bind_args(self.app, dict(self.args), size=self.ranks, key=f"{where}.args")
+        except AppConfigError as exc:
+            raise ConfigError(str(exc)) from None
+        object.__setattr__(self, "request_time", _time(f"{where}.request_time", self.request_time))
+        _flag(f"{where}.comm_sensitive", self.comm_sensitive)
         if self.at is not None:
             at = self.at if isinstance(self.at, (list, tuple)) else [self.at]
-            object.__setattr__(self, "at", tuple(_time("foreground.at", t) for t in at))
+            object.__setattr__(self, "at", tuple(_time(f"{where}.at", t) for t in at))
             if len(self.at) not in (1, self.count):
-                raise ConfigError(f"foreground.at: give one time or {self.count} (count), got {len(self.at)}")
+                raise ConfigError(f"{where}.at: give one time or {self.count} (count), got {len(self.at)}")
         if self.after_job is not None:
-            _int("foreground.after_job", self.after_job, 0)
+            _int(f"{where}.after_job", self.after_job, 0)
             if self.at is not None:
-                raise ConfigError("foreground: give at or after_job, not both")
+                raise ConfigError(f"{where}: give at or after_job, not both")
 
     def to_dict(self) -> dict[str, Any]:
         return _drop_none({"app": self.app, "ranks": self.ranks, "args": _lists(dict(self.args)) or None,

@@ -82,10 +82,11 @@ def _check_keys(path: str, d: Any, valid: Sequence[str]) -> dict[str, Any]:
     return dict(d)
 
 
-def _fields(cls: type) -> tuple[str, ...]:
+def _fields(cls: type, skip: tuple[str, ...] = ("base_dir",)) -> tuple[str, ...]:
     import dataclasses
 
-    return tuple(f.name for f in dataclasses.fields(cls) if f.init and f.name != "base_dir")
+    # ``skip``: fields that say where the data came from; a file does not set them.
+    return tuple(f.name for f in dataclasses.fields(cls) if f.init and f.name not in skip)
 
 
 def from_dict(data: Mapping[str, Any], *, base_dir: str = ".") -> Experiment:
@@ -110,7 +111,9 @@ def from_dict(data: Mapping[str, Any], *, base_dir: str = ".") -> Experiment:
             items = d[k]
             if not isinstance(items, list):
                 raise ConfigError(f"{k}: must be an array of tables ([[{k}]]), got {items!r}")
-            kw[k] = tuple(cls(**_check_keys(f"{k}[{i}]", it, _fields(cls))) for i, it in enumerate(items))
+            # Each entry is named as --set names it (apps.0), so its messages point at it.
+            kw[k] = tuple(cls(**_check_keys(f"{k}.{i}", it, _fields(cls, ("path",))), path=f"{k}.{i}")
+                          for i, it in enumerate(items))
     try:
         return Experiment(**kw)
     except TypeError as exc:  # pragma: no cover - every key is checked above

@@ -5,6 +5,7 @@ bytes its definition implies, and is deterministic; plus the skeletons' own buil
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -96,6 +97,49 @@ def test_skeleton_arguments_are_checked_before_the_run():
         run_app("tiny-torus", "ring", 4, nbytes="lots", comm=None)
     with pytest.raises(AppConfigError, match="algorithm 'ring' is not one of allreduce's: auto, recursive_doubling"):
         run_app("tiny-torus", "allreduce", 4, algorithm="ring", comm=None)
+
+
+# A bad value for every parameter of every built-in skeleton: bind_args refuses each without
+# the job's size and without running anything (an experiment file's [[apps]] is checked so).
+BAD_VALUES = {
+    "iters": -3, "nbytes": "lots", "compute_s": -1, "algorithm": "magic", "mode": "shuffle",
+    "grid": "4xq", "face_bytes": -8, "periodic": "no", "along": "w", "degree": -1, "radius": 0,
+    "nbytes_max": -5, "runtime": "soon",
+}
+
+
+@pytest.mark.parametrize("name", app_names())
+def test_every_skeleton_parameter_value_is_checked_before_any_job_runs(name):
+    from apps.registry import REQUIRED, bind_args, get_app
+
+    info = get_app(name)
+    assert sorted(info.checks) == sorted(p for p, _ in info.params)  # every parameter has a check
+    required = {p: "1s" for p, d in info.params if d is REQUIRED}
+    for param, _ in info.params:
+        bad = BAD_VALUES[param]
+        with pytest.raises(AppConfigError, match=rf"apps\.2\.args\.{param}\b.*{re.escape(repr(bad))}.*\(app '{name}'\)"):
+            bind_args(name, {**required, param: bad}, key="apps.2.args")
+        with pytest.raises(AppConfigError, match=rf"^app '{name}': {param}\b"):
+            bind_args(name, {**required, param: bad})
+
+
+def test_an_app_declares_value_checks_of_its_own_parameters():
+    from apps import app
+    from apps.registry import bind_args
+
+    def positive(v, key):
+        if not v > 0:
+            raise ValueError(f"{key} must be > 0, got {v!r}")
+
+    @app("test-checked", checks={"width": positive})
+    def checked(mpi, *, width=1, depth=2):
+        pass
+
+    assert bind_args("test-checked", {"width": 3, "depth": -1}) == {"width": 3, "depth": -1}
+    with pytest.raises(AppConfigError, match=r"^app 'test-checked': width must be > 0, got 0$"):
+        bind_args("test-checked", {"width": 0})
+    with pytest.raises(AppConfigError, match="checks names 'height', which is not a parameter; parameters: width, depth"):
+        app("test-checked-bad", checks={"height": positive})(checked)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 16, 100, 1000])

@@ -180,11 +180,19 @@ BAD = [
     ('[workload]\nkind = "swf"\ntrace = "t.swf"\njobs = 20', 'workload.jobs: only valid with kind = "synthetic" .*give limit.*valid for kind = "swf": kind, trace, limit'),
     ('[workload]\nlimit = 20', 'workload.limit: only valid with kind = "swf"; valid for kind = "synthetic": kind, jobs'),
     ('[workload]\ntrace = "t.swf"', 'workload.trace: only valid with kind = "swf"'),
-    ('[[apps]]\nname = "hpl"', "apps.name: .*'hpl'"),
-    ('[[apps]]\nname = "allreduce"\nargs = { loops = 3 }', r"apps\[allreduce\]\.args: .*no parameter 'loops'"),
-    ('[[apps]]\nname = "allreduce"\nweight = -1', r"apps\[allreduce\]\.weight: must be a finite number in \[0, inf\), got -1"),
+    ('[[apps]]\nname = "hpl"', r"apps\.0\.name: .*'hpl'"),
+    ('[[apps]]\nname = "allreduce"\nargs = { loops = 3 }', r"apps\.0\.args: app 'allreduce' has no parameter 'loops'"),
+    ('[[apps]]\nname = "allreduce"\nargs = { iters = -3 }', r"apps\.0\.args\.iters must be an integer >= 0, got -3 \(app 'allreduce'\)"),
+    ('[[apps]]\nname = "ring"\n[[apps]]\nname = "stencil3d"\nargs = { grid = "4x4xq" }',
+     r"apps\.1\.args\.grid must look like '4x4x2' or be a list of integers, got '4x4xq' \(app 'stencil3d'\)"),
+    ('[[apps]]\nname = "allreduce"\nweight = -1', r"apps\.0\.weight: must be a finite number in \[0, inf\), got -1"),
     ('apps = []', "apps: give at least one app"),
-    ('[[foreground]]\napp = "stencil3d"\nranks = 0', "foreground.ranks: must be an integer >= 1"),
+    ('[[foreground]]\napp = "stencil3d"\nranks = 0', r"foreground\.0\.ranks: must be an integer >= 1"),
+    ('[[foreground]]\napp = "pairs"\nranks = 8\nargs = { mode = "shuffle" }',
+     r"foreground\.0\.args\.mode must be one of random, fixed, got 'shuffle' \(app 'pairs'\)"),
+    ('[[foreground]]\napp = "stencil2d"\nranks = 8\nargs = { grid = [4, 4] }',
+     r"foreground\.0\.args: app 'stencil2d' with 8 ranks: grid 4x4 has 16 cells but the job has 8 ranks"),
+    ('[[foreground]]\napp = "hpl"\nranks = 8', r"foreground\.0\.app: unknown app 'hpl'; valid: "),
     ('[[foreground]]\napp = "allreduce"\nranks = 4\nat = "1h"\nafter_job = 3', "give at or after_job, not both"),
     ('[scheduler]\nallocator = "best"', "scheduler.allocator: unknown value 'best'; valid: "),
     ('[scheduler]\nbackfill = "aggressive"', "scheduler.backfill: unknown value 'aggressive'; valid: conservative, easy, firstfit, none"),
@@ -279,7 +287,7 @@ allocator = "bgq-cfca"
     jobs = build_workload(exp, 16, 512)[0]
     flags = {j.app_name: j.sched_args.get("comm_sensitive") for j in jobs}
     assert flags == {"timekeeper": False, "alltoall": True, "ring": True}
-    with pytest.raises(ConfigError, match=r"apps\[alltoall\].comm_sensitive: must be true or false"):
+    with pytest.raises(ConfigError, match=r"apps\.0\.comm_sensitive: must be true or false"):
         loads('[machine]\npreset = "tiny-torus"\n[[apps]]\nname = "alltoall"\ncomm_sensitive = "yes"\n')
 
 
@@ -317,3 +325,13 @@ def test_the_workload_report_counts_the_jobs_a_rule_changed(tmp_path):
                 base_dir=str(tmp_path))
     jobs, _, report = build_workload(exp, 1, 16)
     assert [j.job_size for j in jobs] == [1, 2] and report["adjusted"] == {"size_raised": 1}
+
+
+def test_app_arguments_built_in_python_are_checked_and_named_by_app():
+    # Without a file, an entry is named by its app; the value check is the same.
+    with pytest.raises(ConfigError, match=r"^apps\[allreduce\]\.args\.nbytes: cannot parse 'lots'"):
+        AppChoice(name="allreduce", args={"nbytes": "lots"})
+    with pytest.raises(ConfigError, match=r"^foreground\.args\.iters must be an integer >= 0, got -1"):
+        ForegroundSpec(app="ring", ranks=4, args={"iters": -1})
+    assert AppChoice(name="allreduce", args={"iters": 3}) == loads(
+        '[machine]\npreset = "tiny-torus"\n[[apps]]\nname = "allreduce"\nargs = { iters = 3 }\n').apps[0]
