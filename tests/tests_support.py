@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from models.network import Network, NetworkConfig, NetworkNode, network_lookahead
 from pdes import Simulator
 
@@ -55,3 +57,19 @@ def load_test_module(relpath: str):
         sys.modules[name] = mod
         spec.loader.exec_module(mod)
     return sys.modules[name]
+
+
+#: The archive copies of the shipped traces, beside the repository when present: the one
+#: place tests look outside the repository (never through an environment variable).
+ARCHIVE_TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+
+
+def archive_trace(name: str) -> Path:
+    """The archive copy of shipped trace ``name``; skips the calling test when it is absent
+    (the default test run needs nothing outside the repository)."""
+    import pytest
+
+    path = ARCHIVE_TRACES / name
+    if not path.is_file():
+        pytest.skip(f"{path} is absent (the archive copies live beside the repository)")
+    return path

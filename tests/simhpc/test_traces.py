@@ -12,9 +12,9 @@ from pdes.errors import UserError
 from simhpc.cli import main
 from simhpc.experiment import ConfigError, loads
 from simhpc.traces import BUILTIN, UnknownTraceError, available, resolve_trace, trace_path
+from tests_support import archive_trace
 
 ROOT = Path(__file__).resolve().parents[2]
-ARCHIVE = ROOT.parent / "shared" / "traces"  # the archive copies, beside the repository when present
 MACHINE = '[machine]\npreset = "tiny-torus"\n'
 NAMES = ("CTC-SP2-1996-3.1-cln.swf.gz", "lublin_256.swf")
 # Attribution lines of each file's archive header, which must travel with the file.
@@ -52,10 +52,28 @@ def test_the_two_archive_traces_ship():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_shipped_bytes_equal_the_archive_copy(name):
-    src = ARCHIVE / name
-    if not src.exists():
-        pytest.skip(f"{src} is absent (the archive copies live beside the repository)")
-    assert trace_path(name).read_bytes() == src.read_bytes()
+    assert trace_path(name).read_bytes() == archive_trace(name).read_bytes()
+
+
+def test_only_the_tests_helper_looks_outside_the_repository():
+    """One rule: the package, scripts and tests name traces by builtin:NAME or a path; the
+    archive copies are found by tests_support.archive_trace alone, and no code reads an
+    environment variable for traces."""
+    import re
+
+    reads_env = re.compile(r"(environ|getenv)\W[^\n]*SIMHPC_")
+    outside = re.compile(r'/ *"shared"|\.\./shared|join\([^)\n]*"shared"')
+    helper = ROOT / "tests" / "tests_support.py"
+    bad = []
+    for top in ("pdes", "models", "apps", "scheduler", "simhpc", "scripts", "tests"):
+        for p in sorted((ROOT / top).rglob("*.py")):
+            if p in (helper, Path(__file__).resolve()):  # the helper, and these patterns
+                continue
+            text = p.read_text(encoding="utf-8")
+            if reads_env.search(text) or outside.search(text):
+                bad.append(str(p.relative_to(ROOT)))
+    assert not bad
+    assert outside.search(helper.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("name", NAMES)
