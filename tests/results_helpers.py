@@ -96,6 +96,8 @@ def fabricate(*, name: str = "fcfs-tiny", seed: int = 1, n_jobs: int = 40, links
     j["kill_reason"][:] = reason
     if ideal:
         j["ideal_run"][app_job & ran] = j["trace_run"][app_job & ran]
+        # Alone on the same network: between the ideal run and the run among neighbours.
+        j["alone_run"][app_job & ran] = 0.5 * (j["trace_run"] + j["run"])[app_job & ran]
     for i in np.flatnonzero(ran):
         a = np.array(alloc[i])
         hm = topo.hop_matrix(a)

@@ -91,7 +91,9 @@ def test_default_experiment_round_trips_and_matches_the_example_file():
     assert loads(dumps(exp)) == exp
     assert (ROOT / "examples" / "default.toml").read_text() == default_experiment_text()
     m = exp.machine.build()
-    assert (m.n_nodes, m.cores_per_node) == (72, 16)
+    assert (m.n_nodes, m.cores_per_node) == (64, 16)
+    # 8 leaves of 8 nodes with 4 uplinks each: the 2:1 taper that makes placement matter.
+    assert m.topology.n_pods == 8 and exp.scheduler.alone_baseline and exp.workload.resolution == 1e-6
 
 
 def test_full_file_round_trips_to_equal_dataclasses():

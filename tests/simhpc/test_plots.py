@@ -197,7 +197,7 @@ def test_labels_accept_paths_and_number_repeated_names(tmp_path, a):
 def test_plot_files_writes_every_figure(tmp_path, a, b):
     out = plots.plot_files([a, b], tmp_path / "figs", stems=["runs/fcfs.h5", "runs/sjf.h5"], dpi=50)
     names = [p.name for p in out.written]
-    assert names == ["wait_cdf.png", "utilization.png", "aph_by_size.png", "slowdown.png",
+    assert names == ["wait_cdf.png", "utilization.png", "aph_by_size.png", "slowdown.png", "interference.png",
                      "gantt_fcfs.png", "link_heatmap_fcfs.png", "gantt_sjf.png", "link_heatmap_sjf.png"]
     assert out.skipped == []
     for p in out.written:

@@ -40,9 +40,13 @@ def test_show_text(capsys, files):
     assert code == 0 and err == ""
     lines = out.splitlines()
     assert lines[0].startswith(f"{files[0]}: simhpc 0.1.0 results, schema {SCHEMA_VERSION}, created ")
-    fig = dict(line.split("  ", 1) for line in lines[1:])
+    fig = dict(line.split("  ", 1) for line in lines[1:-1])
     fig = {k.strip(): v.strip() for k, v in fig.items()}
     s = read_results(files[0]).summary()
+    # The table ends with the sentence on the baselines.
+    assert lines[-1].startswith(f"{s['network_jobs']} app job(s) ran on average "
+                                f"{s['mean_interference_slowdown']:.2f}x as long as alone on the same nodes")
+    assert fig["mean interference slowdown"].startswith(f"{s['mean_interference_slowdown']:.4g} ")
     assert fig["experiment"] == "fcfs-tiny (seed 1)" and fig["machine"] == "tiny-fattree3 (16 nodes)"
     assert fig["jobs"] == "40" and fig["run / rejected / killed / failed"] == "39 / 1 / 1 / 1"
     assert fig["makespan"] == f"{s['makespan'] / 60:.4g} min"
@@ -120,7 +124,7 @@ def test_plot_one_file(capsys, files, tmp_path):
     out_dir = tmp_path / "one"
     code, out, err = cli(capsys, "plot", files[0], "--out", out_dir, "--dpi", "40")
     assert code == 0 and err == ""
-    names = ["wait_cdf", "utilization", "aph_by_size", "slowdown", "gantt_fcfs", "link_heatmap_fcfs"]
+    names = ["wait_cdf", "utilization", "aph_by_size", "slowdown", "interference", "gantt_fcfs", "link_heatmap_fcfs"]
     assert out.splitlines() == [str(out_dir / f"{n}.png") for n in names]
     for n in names:
         data = (out_dir / f"{n}.png").read_bytes()
@@ -133,7 +137,7 @@ def test_plot_two_files_on_one_figure(capsys, files, tmp_path):
     assert code == 0
     report = json.loads(out.strip().splitlines()[-1])
     got = sorted(p.rsplit("/", 1)[1] for p in report["figures"])
-    assert got == sorted(["wait_cdf.png", "utilization.png", "aph_by_size.png", "slowdown.png",
+    assert got == sorted(["wait_cdf.png", "utilization.png", "aph_by_size.png", "slowdown.png", "interference.png",
                           "gantt_fcfs.png", "link_heatmap_fcfs.png", "gantt_sjf.png", "link_heatmap_sjf.png",
                           "gantt_nonet.png"])
     assert report["skipped"] == ["link_heatmap_nonet.png: no per-link statistics (the run had no network model)"]
@@ -154,7 +158,7 @@ def test_plot_formats(capsys, files, tmp_path, fmt, magic):
     code, out, _ = cli(capsys, "plot", files[0], "--out", tmp_path, "--format", fmt)
     assert code == 0
     paths = out.splitlines()
-    assert len(paths) == 6 and all(p.endswith(f".{fmt}") for p in paths)
+    assert len(paths) == 7 and all(p.endswith(f".{fmt}") for p in paths)
     for p in paths:
         assert open(p, "rb").read(5) == magic
 
@@ -164,6 +168,6 @@ def test_plot_errors(capsys, files, tmp_path, monkeypatch):
                     f"{tmp_path / 'gone.h5'}: no such file")
     blocker = tmp_path / "afile"
     blocker.write_text("")
-    _one_line_error(*cli(capsys, "plot", files[0], "--out", blocker), f"cannot write figures to {blocker}")
+    _one_line_error(*cli(capsys, "plot", files[0], "--out", blocker), f"--out '{blocker}' exists and is not a folder")
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     _one_line_error(*cli(capsys, "plot", files[0], "--out", tmp_path), "pip install 'simhpc[plot]'")
