@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pdes.errors import UserError
 
-__all__ = ["UserError", "SwfError", "SchedulerError"]
+__all__ = ["UserError", "SwfError", "SwfMachineSizeError", "SchedulerError"]
 
 
 class SwfError(UserError):
@@ -25,6 +25,23 @@ class SwfError(UserError):
         self.path = path
         self.line = line
         self.reason = reason
+
+
+class SwfMachineSizeError(SwfError):
+    """An SWF header gives no machine size and the caller gave none.
+
+    ``how`` is how the caller's user gives the size (``"n_nodes=N"`` for :func:`read_swf`);
+    a caller with its own option raises it again naming that option (:meth:`naming`).
+    """
+
+    def __init__(self, path: str, how: str):
+        super().__init__(path, 0, "the header gives no machine size (no '; MaxProcs:' or '; MaxNodes:' line); "
+                                  f"give it with {how}")
+        self.how = how
+
+    def naming(self, how: str) -> "SwfMachineSizeError":
+        """The same error, telling to give the size with ``how``."""
+        return SwfMachineSizeError(self.path, how)
 
 
 class SchedulerError(RuntimeError):

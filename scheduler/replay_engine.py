@@ -27,7 +27,7 @@ from pdes.validate import check_seed
 
 from .allocators import ALLOCATORS
 from .backfill import BACKFILLS
-from .errors import UserError
+from .errors import SwfMachineSizeError, UserError
 from .job import Job
 from .lifecycle import JobRunner, ScheduleResult, simulate
 from .metrics import JobTable, SystemMetrics, job_table, system_metrics
@@ -217,9 +217,12 @@ def replay(
     report: SwfReport | None = None
     rejected: list[Job] = []
     if isinstance(trace, (str, os.PathLike)):
-        tr = read_swf(trace, n_nodes=mach.n_nodes if mach else None,
-                      cores_per_node=mach.cores_per_node if mach else 1,
-                      skip_malformed=skip_malformed, limit=limit)
+        try:
+            tr = read_swf(trace, n_nodes=mach.n_nodes if mach else None,
+                          cores_per_node=mach.cores_per_node if mach else 1,
+                          skip_malformed=skip_malformed, limit=limit)
+        except SwfMachineSizeError as exc:
+            raise exc.naming("nodes=N or machine=PRESET") from None
         name = str(trace)
     elif isinstance(trace, SwfTrace):
         tr = trace

@@ -27,7 +27,8 @@ scheduler kills them at their requested time unless told otherwise) and **zero_r
 
 A job needs ``ceil(processors / cores_per_node)`` nodes; the default of one process per node
 makes an SWF processor count a node count. The machine size defaults to the header:
-``ceil(MaxProcs / cores_per_node)`` when ``MaxProcs`` is given, else ``MaxNodes``.
+``ceil(MaxProcs / cores_per_node)`` when ``MaxProcs`` is given, else ``MaxNodes``; with
+neither, the caller gives it (:class:`~scheduler.errors.SwfMachineSizeError` otherwise).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .errors import SwfError, UserError
+from .errors import SwfError, SwfMachineSizeError, UserError
 from .job import Job, JobStatus
 
 __all__ = ["SWF_FIELDS", "DROP_REASONS", "SwfHeader", "SwfReport", "SwfTrace", "read_swf", "write_swf", "parse_header_line"]
@@ -288,13 +289,14 @@ def read_swf(
 
     Raises:
         SwfError: a malformed line (file, line number, reason) or a file that is not SWF.
-        UserError: a missing file, bad arguments, or no machine size in the header or
-            arguments.
+        SwfMachineSizeError: no machine size in the header or the arguments (callers
+            with options of their own name them: :meth:`~SwfMachineSizeError.naming`).
+        UserError: a missing file or bad arguments.
     """
     if isinstance(cores_per_node, bool) or not isinstance(cores_per_node, int) or cores_per_node < 1:
         raise UserError(f"cores_per_node must be an int >= 1, got {cores_per_node!r}")
     if n_nodes is not None and (isinstance(n_nodes, bool) or not isinstance(n_nodes, int) or n_nodes < 1):
-        raise UserError(f"the machine size must be an int >= 1 nodes, got {n_nodes!r}; give e.g. --nodes 128")
+        raise UserError(f"the machine size must be an int >= 1 nodes, got {n_nodes!r}; give e.g. n_nodes=128")
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise UserError(f"limit must be an int >= 0, got {limit!r}")
     p = _check_path(path)
@@ -334,10 +336,7 @@ def read_swf(
         if n_nodes is None and not reject_too_large:
             n_nodes = 0
         elif n_nodes is None:
-            raise UserError(
-                f"{spath}: the header gives no machine size (no '; MaxProcs:' or '; MaxNodes:' line); "
-                "give it with --nodes N (or n_nodes=N)"
-            )
+            raise SwfMachineSizeError(spath, "n_nodes=N")
 
     rep = SwfReport(lines=len(records) + malformed, malformed=malformed)
     run = records[:, _RUN]

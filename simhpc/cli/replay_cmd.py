@@ -79,6 +79,8 @@ def parse_options(items: list[str], flag: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from scheduler.errors import SwfMachineSizeError
+
     from ..trace_replay import replay
     from .show_cmd import reasons_text
 
@@ -93,23 +95,27 @@ def run(args: argparse.Namespace) -> int:
         problem = output_problem(flag, path, example=example) if path is not None else None
         if problem:
             raise CliError(problem)
-    res = replay(
-        str(resolve_trace(args.trace)),
-        nodes=args.nodes,
-        cores_per_node=args.cores_per_node,
-        machine=args.machine,
-        allocator=args.allocator,
-        order=args.order,
-        backfill=args.backfill,
-        kill_overrun=not args.no_kill,
-        seed=args.seed,
-        strict=args.strict,
-        skip_malformed=args.skip_malformed,
-        limit=args.limit,
-        allocator_options=parse_options(args.allocator_option, "--allocator-option"),
-        out=args.out,
-        swf_out=args.swf_out,
-    )
+    try:
+        res = replay(
+            str(resolve_trace(args.trace)),
+            nodes=args.nodes,
+            cores_per_node=args.cores_per_node,
+            machine=args.machine,
+            allocator=args.allocator,
+            order=args.order,
+            backfill=args.backfill,
+            kill_overrun=not args.no_kill,
+            seed=args.seed,
+            strict=args.strict,
+            skip_malformed=args.skip_malformed,
+            limit=args.limit,
+            allocator_options=parse_options(args.allocator_option, "--allocator-option"),
+            out=args.out,
+            swf_out=args.swf_out,
+        )
+    except SwfMachineSizeError as exc:
+        # The trace header gives no machine size: name this command's options for it.
+        raise CliError(str(exc.naming("--nodes N or --machine PRESET"))) from None
     s = res.summary()
     rows: list[list[Any]] = [
         ["trace", s["trace"]],

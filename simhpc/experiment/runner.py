@@ -65,7 +65,8 @@ def build_workload(exp: Experiment, ranks_per_node: int, n_nodes: int) -> tuple[
         path = str(resolve_trace(w.trace, exp.base_dir))
         if not os.path.exists(path):
             raise ConfigError(f"workload.trace: {path!r} does not exist")
-        tr = read_swf(path, n_nodes=None, cores_per_node=1, skip_malformed=w.skip_malformed, limit=w.limit,
+        # The machine is the experiment's: the trace header's size (if any) plays no part.
+        tr = read_swf(path, n_nodes=int(n_nodes), cores_per_node=1, skip_malformed=w.skip_malformed, limit=w.limit,
                       reject_too_large=False)
         jobs = []
         raised = 0

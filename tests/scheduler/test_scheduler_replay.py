@@ -25,6 +25,14 @@ def test_replay_of_a_path():
     assert s["jobs"] == 6 and s["backfill"] == "conservative" and s["events"] == r.stats.events
 
 
+def test_a_trace_without_a_machine_size_asks_for_the_replay_arguments(tmp_path):
+    p = tmp_path / "nohdr.swf"
+    p.write_text("1 0 -1 10 4 -1 -1 4 20 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    with pytest.raises(UserError, match=r"nohdr\.swf: the header gives no machine size .*; give it with nodes=N or machine=PRESET$"):
+        replay(p)
+    assert replay(p, nodes=4).machine.n_nodes == 4
+
+
 def test_replay_of_a_read_trace_and_of_a_job_list():
     tr = read_swf(SIX)
     a = replay(tr, backfill="easy")

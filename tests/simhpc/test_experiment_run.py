@@ -197,6 +197,18 @@ def test_jobs_larger_than_the_machine_are_rejected_and_counted():
     assert np.isnan(r.jobs["start"][big]).all()
 
 
+def test_an_experiment_replays_a_trace_without_a_header_on_its_own_machine(tmp_path):
+    # No '; MaxProcs:' or '; MaxNodes:' line: the experiment's machine gives the size.
+    (tmp_path / "nohdr.swf").write_text("1 0 -1 100 4 -1 -1 4 200 -1 1 1 1 -1 -1 -1 -1 -1\n"
+                                        "2 10 -1 50 64 -1 -1 64 100 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    exp = loads('[machine]\npreset = "tiny-fattree3"\n[workload]\nkind = "swf"\ntrace = "nohdr.swf"\n'
+                '[scheduler]\nranks_per_node = 2\n', base_dir=str(tmp_path))
+    r = run_experiment(exp, comm=None, progress=False)
+    # 64 processes at 2 per node need 32 nodes of the 16: rejected and counted, not an error.
+    assert list(r.jobs["status"]) == ["completed", "rejected"]
+    assert r.system["rejected_by_reason"]["larger_than_machine"] == 1
+
+
 def test_foreground_jobs_are_inserted_at_chosen_times():
     exp = loads(SMALL + """
 [[foreground]]

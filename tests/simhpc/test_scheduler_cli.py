@@ -112,6 +112,17 @@ def test_bad_traces_are_one_line_errors(capsys, tmp_path):
     assert code == 0 and json.loads(out.strip().splitlines()[-1])["filter"]["malformed"] == 1
 
 
+def test_a_trace_without_a_machine_size_names_the_replay_options(capsys, tmp_path):
+    p = tmp_path / "nohdr.swf"
+    p.write_text("1 0 -1 10 4 -1 -1 4 20 -1 1 1 1 -1 -1 -1 -1 -1\n")
+    code, _, err = run_cli(capsys, str(p))
+    assert code == 2 and err.count("\n") == 1
+    assert err.strip().endswith("nohdr.swf: the header gives no machine size (no '; MaxProcs:' or '; MaxNodes:' "
+                                "line); give it with --nodes N or --machine PRESET")
+    code, out, _ = run_cli(capsys, str(p), "--nodes", "4", "--json")
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["jobs"] == 1
+
+
 def test_jobs_out_to_an_unwritable_place(capsys, tmp_path):
     code, _, err = run_cli(capsys, SIX, "--jobs-out", str(tmp_path / "no" / "such" / "dir.csv"))
     assert code == 2 and "cannot write --jobs-out" in err
