@@ -70,6 +70,8 @@ def summary_rows(s: dict[str, Any]) -> list[list[Any]]:
         ["run / rejected / killed / failed", f"{s['jobs_run']} / {s['rejected']} / {s['killed']} / {s['failed']}"],
         ["jobs running an app", s.get("app_jobs", "-")],
         *([["not simulated", reasons_text(s["rejected_by_reason"])]] if "rejected_by_reason" in s else []),
+        *([["adjusted by a rule", "; ".join(f"{v} {k.replace('_', ' ')}" for k, v in s["adjusted_by_rule"].items())]]
+          if s.get("adjusted_by_rule") else []),
         ["makespan", fmt_time(s.get("makespan"))],
         ["utilization", _pct(s.get("utilization"))],
         ["loss of capacity", _pct(s.get("loss_of_capacity"))],

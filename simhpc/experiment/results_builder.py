@@ -119,6 +119,8 @@ def build_results(*, exp: Experiment, machine: Any, jobs: list[Job], trace_rejec
     sm = system_metrics(table, machine.n_nodes, rejected=int((cols["status"] == "rejected").sum()))
     system = sm.scalars()
     system["rejected_by_reason"] = rejected_by_reason(cols, machine.n_nodes, workload.get("dropped"))
+    # Jobs simulated with a value a documented rule changed (docs/scheduling.md), by rule.
+    system["adjusted_by_rule"] = {k: int(v) for k, v in (workload.get("adjusted") or {}).items()}
     series = {k: np.asarray(v) for k, v in sm.arrays().items()}
     topo = machine.topology
     duration = float(netstats.duration) if netstats.duration else 0.0

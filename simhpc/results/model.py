@@ -178,6 +178,9 @@ class Results:
         if isinstance(reasons, dict):
             # Only the reasons that occurred (files before this count have none).
             out["rejected_by_reason"] = {k: int(v) for k, v in reasons.items() if v}
+        adjusted = self.system.get("adjusted_by_rule")
+        if isinstance(adjusted, dict) and any(adjusted.values()):
+            out["adjusted_by_rule"] = {k: int(v) for k, v in adjusted.items() if v}
         out.update(self.slowdowns())
         for k in ("events", "wall_s", "ranks", "windows"):
             if k in self.run:

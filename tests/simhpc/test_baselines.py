@@ -3,6 +3,7 @@ network model) and alone on the ideal network (``ideal_run``), and the slowdowns
 
 from __future__ import annotations
 
+import re
 import h5py
 import numpy as np
 import pytest
@@ -144,3 +145,18 @@ def test_resolution_is_for_synthetic_workloads_and_sets_the_time_grid():
     submit = np.array([j.submit_time for j in jobs])
     assert np.allclose(submit * 1e6, np.round(submit * 1e6), atol=1e-6)  # on the 1 us grid
     assert submit.max() < 0.01 and len(set(submit.tolist())) > 40  # not rounded to whole seconds
+
+
+def test_values_changed_by_a_rule_are_counted_in_the_results(tmp_path):
+    """A synthetic run time below the time step is raised to one step: counted, stored and shown."""
+    from simhpc.cli.show_cmd import summary_text
+    from simhpc.results.hdf5 import read_results, write_results
+
+    exp = loads(BUSY, overrides=["workload.jobs=3", 'workload.run_time="0.2us"', "apps.0.name=\"timekeeper\"",
+                                 "apps.0.args={}", "scheduler.alone_baseline=false"])
+    r = run_experiment(exp, comm=None, progress=False)
+    assert r.system["adjusted_by_rule"]["run_time_raised"] == 3
+    assert (r.jobs["trace_run"] == 1e-6).all()
+    back = read_results(write_results(r, tmp_path / "r.h5"))
+    assert back.summary()["adjusted_by_rule"] == {"run_time_raised": 3}
+    assert re.search(r"\nadjusted by a rule +3 run time raised\n", summary_text(back.summary()))
