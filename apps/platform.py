@@ -36,13 +36,13 @@ MANAGER = "job_manager"
 
 
 def network_config(network: str | NetworkConfig) -> NetworkConfig:
-    """A :class:`~models.network.NetworkConfig` from a model name (``"packet"``,
+    """A :class:`~models.network.NetworkConfig` from a model name (``"packet"``, ``"flow"``,
     ``"ideal"``) or the config itself."""
     if isinstance(network, NetworkConfig):
         return network
     if isinstance(network, str):
         return NetworkConfig(model=network)
-    raise AppConfigError(f"network must be a model name ('packet', 'ideal') or a NetworkConfig, got {network!r}")
+    raise AppConfigError(f"network must be a model name ('packet', 'flow', 'ideal') or a NetworkConfig, got {network!r}")
 
 
 class Platform:

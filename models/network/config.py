@@ -1,4 +1,4 @@
-"""Network model configuration: which transport, chunk size and software overheads."""
+"""Network model configuration: which transport, chunk or segment size and software overheads."""
 
 from __future__ import annotations
 
@@ -7,9 +7,13 @@ from dataclasses import dataclass
 from ..errors import TopologyError
 from ..units import UnitError, parse_bandwidth, parse_bytes, parse_time
 
-#: Transport models by name. "flow" (max-min fair sharing) is planned and not built yet.
-NETWORK_MODELS = ("packet", "ideal")
-PLANNED_MODELS = ("flow",)
+#: Transport models by name.
+NETWORK_MODELS = ("packet", "flow", "ideal")
+PLANNED_MODELS: tuple[str, ...] = ()
+
+#: The packet model's default chunk size (bytes). The flow model has no chunks: it refuses
+#: any other value rather than silently ignoring it.
+DEFAULT_CHUNK = 4096
 
 
 class NetworkConfigError(TopologyError):
@@ -21,10 +25,14 @@ class NetworkConfig:
     """How messages cross the network.
 
     Attributes:
-        model: ``"packet"`` (output-queued virtual cut-through on chunks; congestion emerges)
-            or ``"ideal"`` (no contention: o_s + sum(L) + S/min(B) + o_r).
+        model: ``"packet"`` (output-queued virtual cut-through on chunks; congestion emerges),
+            ``"flow"`` (each message a flow on its route, link bandwidth shared max-min
+            fairly) or ``"ideal"`` (no contention: o_s + sum(L) + S/min(B) + o_r).
         chunk_size: bytes per chunk of the packet model (the speed/accuracy knob). Accepts
-            '4KiB'-style strings.
+            '4KiB'-style strings. The flow model accepts only the default.
+        flow_segment: flow model only: messages larger than this many bytes cross the network
+            as segments of at most this size, one after another (an adaptive routing picks
+            each segment's path anew). ``None`` (default): one flow per message.
         send_overhead: o_s, seconds of sender software overhead before injection.
         recv_overhead: o_r, seconds of receiver software overhead after the last byte.
         intra_node_bw: bandwidth of a copy between ranks of one node (bytes/s); ``None``
@@ -33,7 +41,8 @@ class NetworkConfig:
     """
 
     model: str = "packet"
-    chunk_size: float | str = 4096
+    chunk_size: float | str = DEFAULT_CHUNK
+    flow_segment: float | str | None = None
     send_overhead: float | str = 0.5e-6
     recv_overhead: float | str = 0.5e-6
     intra_node_bw: float | str | None = None
@@ -52,16 +61,31 @@ class NetworkConfig:
             o_r = parse_time(self.recv_overhead, what="recv_overhead")
             lat = parse_time(self.intra_node_latency, what="intra_node_latency")
             bw = None if self.intra_node_bw is None else parse_bandwidth(self.intra_node_bw, what="intra_node_bw")
+            seg = None if self.flow_segment is None else parse_bytes(self.flow_segment, what="flow_segment")
         except UnitError as exc:
             raise NetworkConfigError(str(exc)) from None
         if not (c >= 1 and float(c).is_integer()):
             raise NetworkConfigError(f"chunk_size must be a whole number of bytes >= 1, got {self.chunk_size!r}")
+        if seg is not None:
+            if self.model != "flow":
+                raise NetworkConfigError(
+                    f"flow_segment is an option of the flow model only, got it with model {self.model!r}"
+                )
+            if not (seg >= 1 and float(seg).is_integer()):
+                raise NetworkConfigError(f"flow_segment must be a whole number of bytes >= 1, got {self.flow_segment!r}")
+            seg = int(seg)
+        if self.model == "flow" and c != DEFAULT_CHUNK:
+            raise NetworkConfigError(
+                f"chunk_size is an option of the packet model only; the flow model has no chunks "
+                f"(got chunk_size={self.chunk_size!r}; use flow_segment to split large messages)"
+            )
         for name, v in (("send_overhead", o_s), ("recv_overhead", o_r), ("intra_node_latency", lat)):
             if not v >= 0:
                 raise NetworkConfigError(f"{name} must be >= 0 seconds, got {v!r}")
         if bw is not None and not bw > 0:
             raise NetworkConfigError(f"intra_node_bw must be > 0, got {self.intra_node_bw!r}")
         object.__setattr__(self, "chunk_size", int(c))
+        object.__setattr__(self, "flow_segment", seg)
         object.__setattr__(self, "send_overhead", float(o_s))
         object.__setattr__(self, "recv_overhead", float(o_r))
         object.__setattr__(self, "intra_node_latency", float(lat))

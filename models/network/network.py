@@ -27,6 +27,7 @@ from pdes import ConfigError, Simulator
 
 from ..topology import KIND_EJECT, KIND_INJECT, Topology
 from .config import NetworkConfig
+from .flow import SOLVER_TYPE, FlowSolver
 from .node import NetworkNode
 from .router import Router
 from .state import NetState, NetworkStats, gather_stats
@@ -99,6 +100,8 @@ class Network:
         self.state = NetState(topology, config, link_dst_eid=link_dst_eid, mem_bw=mem_bw)
         self.router_rank = router_rank
         self.node_rank = router_rank[node_router]
+        # The flow model's solver takes the id after the nodes (where routers would be).
+        self.solver_eid = router_off if config.model == "flow" else -1
         self.nodes = sim.add_entities(
             node_cls, n, self, *node_args, name=NODE_TYPE,
             placement=self.node_rank, group=lambda i: ("net", int(node_router[i])),
@@ -109,6 +112,9 @@ class Network:
                 Router, r, self, name=ROUTER_TYPE, placement=router_rank, group=lambda i: ("net", i),
             )
         self.node_offset = node_off
+        self.solver: FlowSolver | None = None
+        if config.model == "flow":
+            self.solver = sim.add_entity(FlowSolver, self, name=SOLVER_TYPE, rank=0)
 
     def node_eid(self, node: int) -> int:
         """Kernel entity id of compute node ``node``."""
@@ -124,7 +130,11 @@ class Network:
         else:
             views = [mine]
         out = gather_stats(views, sim.stats.end_time)
-        if self.config.model == "ideal":
+        if self.config.model == "flow":
+            # A flow never runs a link above its capacity: its bytes over its bandwidth is the
+            # time the link would have been busy at full rate, as in the packet model.
+            out.link_busy = out.link_bytes / self.topology.link_bw
+        elif self.config.model == "ideal":
             # No contention: a link is busy for exactly its bytes over its bandwidth. (Computed
             # here rather than summed per message, so the figure is the same for any P.)
             # Utilization is not defined (no link is ever occupied): marked, never bytes/bw/duration.
@@ -144,6 +154,10 @@ class _StateView:
         self.messages = st.messages
         self.chunks = st.chunks
         self.intra_messages = st.intra_messages
+        self.flows = st.flows
+        self.recomputes = st.recomputes
+        self.touched = st.touched
+        self.touched_max = st.touched_max
 
 
 __all__ = ["Network", "NetworkNode", "Router", "network_lookahead", "NODE_TYPE", "ROUTER_TYPE"]

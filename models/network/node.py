@@ -7,7 +7,8 @@ The delivery API for the layers above (the MPI layer subclasses :class:`NetworkN
 * ``on_message(src, nbytes, payload, job)``: called on the destination node when the last
   byte has arrived plus the receive overhead o_r.
 * ``on_sent(payload, job)``: called on the sender, when ``notify`` was set, once its buffer
-  is free (the last chunk has left the NIC; for the ideal model, after o_s + S/B_inject).
+  is free (the last chunk has left the NIC; for the ideal model, after o_s + S/B_inject; for
+  the flow model, one lookahead after the flow's last byte).
 
 Messages between ranks of one node never touch the network: they are copies through the
 node's memory channel (bandwidth ``intra_node_bw``, FIFO, so concurrent copies share it).
@@ -17,6 +18,9 @@ concurrent messages round-robin, one chunk whenever the injection port is free. 
 then travels hop by hop through :class:`~models.network.router.Router` entities. The time a
 chunk waits in the NIC beyond the end of its message's previous chunk (or beyond the
 message's arrival, for the first chunk) is the injection port's queueing delay.
+
+Flow model: the NIC hands each message to the :class:`~models.network.flow.FlowSolver` after
+``o_s + sum(L)`` (at least the lookahead) and receives it back from there on delivery.
 """
 
 from __future__ import annotations
@@ -47,7 +51,11 @@ class NetworkNode(Entity):
         self._mid = 0
         self._rx: dict[int, float] = {}
         self._mem_free = 0.0
-        self._ideal = net.config.model == "ideal"
+        model = net.config.model
+        self._ideal = model == "ideal"
+        # The ideal and flow models' send path (None: the packet model's).
+        self._other = self._ideal_send if self._ideal else self._flow_send if model == "flow" else None
+        self._solver = net.solver_eid
         self._adaptive = net.topology.is_adaptive
         self._n_nodes = net.topology.n_nodes
         self._keyed = net.topology.routing in net.topology.KEYED_ROUTINGS
@@ -125,8 +133,8 @@ class NetworkNode(Entity):
             self._intra(msg)
             return
         topo = st.topology
-        if self._ideal:
-            self._ideal_send(dst, msg)
+        if self._other is not None:
+            self._other(dst, msg)
             return
         if st.job_links and job in st.job_links:
             route = self._route_for(job, dst, mid)
@@ -263,6 +271,40 @@ class NetworkNode(Entity):
             self.after(o_r, self._deliver, msg)
         else:
             self._deliver(msg)
+
+    # -- flow model --------------------------------------------------------------------------
+    def _flow_send(self, dst: int, msg: tuple) -> None:
+        st = self._st
+        restricted = bool(st.job_links) and msg[3] in st.job_links
+        ck = None if (self._keyed or restricted) else (self.node, dst)
+        path = st.ideal_paths.get(ck) if ck is not None else None
+        if path is None:
+            route = self._route_for(msg[3], dst, msg[1])
+            lat = st.lat
+            path = (route, sum(lat[l] for l in route))
+            if ck is not None:
+                st.ideal_paths[ck] = path
+        route, sum_lat = path
+        nbytes = msg[2]
+        st.messages += 1
+        js = st.jobs.get(msg[3])
+        if js is None:
+            js = st.jobs[msg[3]] = [0.0, 0.0, 0]
+        js[0] += nbytes
+        js[1] += nbytes * (len(route) - 2)
+        js[2] += 1
+        # The solver is a separate entity (on rank 0): never sooner than the lookahead.
+        delay = st.o_s + sum_lat
+        la = self.sim.lookahead
+        self.send(self._solver, "flow_start", (msg, dst, route, restricted, sum_lat), delay if delay >= la else la)
+
+    def flow_in(self, msg: tuple) -> None:
+        """Flow model: the whole message has arrived, and the receive overhead has passed."""
+        self._deliver(msg)
+
+    def flow_sent(self, msg: tuple) -> None:
+        """Flow model: the message's last byte is through; its buffer is free."""
+        self._sent(msg)
 
     # -- intra-node copies -------------------------------------------------------------------
     def _intra(self, msg: tuple) -> None:

@@ -44,8 +44,15 @@ class NetState:
         # Jobs whose routing is restricted to their own links (link-reserving allocators):
         # job -> [allowed link mask, number of local nodes using it, route cache].
         self.job_links: dict[int, list] = {}
-        # Ideal model: (src, dst) -> (route, sum of latencies, min bandwidth).
-        self.ideal_paths: dict[tuple[int, int], tuple[tuple[int, ...], float, float]] = {}
+        # Ideal model: (src, dst) -> (route, sum of latencies, min bandwidth); flow model:
+        # (src, dst) -> (route, sum of latencies).
+        self.ideal_paths: dict[tuple[int, int], tuple] = {}
+        # Flow model (counted by the solver's rank): flows (segments) started, rate
+        # recomputations, and the flows they touched (summed and largest).
+        self.flows = 0
+        self.recomputes = 0
+        self.touched = 0
+        self.touched_max = 0
 
 
 @dataclass
@@ -72,6 +79,12 @@ class NetworkStats:
     intra_node_messages: int = 0
     #: False for the ideal model: links carry bytes but are never occupied.
     contention: bool = True
+    #: Flow model: flows (message segments) started, max-min recomputations, flows whose
+    #: rates those recomputations computed (summed, and the most in one).
+    flows: int = 0
+    flow_recomputes: int = 0
+    flow_touched: int = 0
+    flow_touched_max: int = 0
 
     @property
     def link_utilization(self) -> np.ndarray:
@@ -130,4 +143,6 @@ def gather_stats(states: list[NetState], duration: float) -> NetworkStats:
         job_bytes=dict(sorted(jb.items())), job_hop_bytes=dict(sorted(jh.items())), job_messages=dict(sorted(jm.items())),
         messages=sum(s.messages for s in states), chunks=sum(s.chunks for s in states),
         intra_node_messages=sum(s.intra_messages for s in states),
+        flows=sum(s.flows for s in states), flow_recomputes=sum(s.recomputes for s in states),
+        flow_touched=sum(s.touched for s in states), flow_touched_max=max(s.touched_max for s in states),
     )

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ranks", type=int, default=None, help="number of ranks (required to run)")
     parser.add_argument("--placement", default="contiguous",
                         help="contiguous, random, or a comma-separated list of node ids (default: contiguous)")
-    parser.add_argument("--network", default="packet", help="network model: packet or ideal (default: packet)")
+    parser.add_argument("--network", default="packet", help="network model: packet, flow or ideal (default: packet)")
     parser.add_argument("--chunk-size", default=None, help="packet model chunk size, e.g. 4KiB")
     parser.add_argument("--ranks-per-node", type=int, default=None, help="ranks per node (default: the machine's cores per node)")
     parser.add_argument("--mapping", default="block", help="rank-to-node mapping: block, round_robin or topology (grid-aware for Cartesian apps; default: block)")

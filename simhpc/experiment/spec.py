@@ -630,6 +630,8 @@ class Experiment:
         }
         if net.intra_node_bw is not None:
             d["network"]["intra_node_bw"] = net.intra_node_bw
+        if net.flow_segment is not None:
+            d["network"]["flow_segment"] = net.flow_segment
         d["workload"] = self.workload.to_dict()
         d["apps"] = [a.to_dict() for a in self.apps]
         if self.foreground:

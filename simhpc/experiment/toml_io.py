@@ -37,7 +37,8 @@ TABLE_CLASSES = {
     "scheduler": SchedulerSpec,
     "output": OutputSpec,
 }
-NETWORK_KEYS = ("model", "chunk_size", "send_overhead", "recv_overhead", "intra_node_bw", "intra_node_latency")
+NETWORK_KEYS = ("model", "chunk_size", "flow_segment", "send_overhead", "recv_overhead", "intra_node_bw",
+                "intra_node_latency")
 
 
 def default_experiment_text() -> str:

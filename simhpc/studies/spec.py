@@ -66,7 +66,8 @@ from apps.mapping import JOB_MAPPINGS as MAPPINGS  # noqa: E402 - next to its us
 TOP_KEYS = ("study", "machine", "network", "foreground", "background", "workload")
 STUDY_KEYS = ("name", "mode", "k", "seeds", "allocator", "allocator_options", "ranks_per_node", "mapping",
               "hot_links", "end_time", "parallel", "eager_threshold", "algorithms", "order", "backfill")
-NETWORK_KEYS = ("model", "chunk_size", "send_overhead", "recv_overhead", "intra_node_bw", "intra_node_latency")
+NETWORK_KEYS = ("model", "chunk_size", "flow_segment", "send_overhead", "recv_overhead", "intra_node_bw",
+                "intra_node_latency")
 #: Largest number of background jobs in one run (job ids are packed below 2**16 per round).
 MAX_K = 4096
 
@@ -467,6 +468,8 @@ class InterferenceStudy:
                    "recv_overhead": net.recv_overhead, "intra_node_latency": net.intra_node_latency}
         if net.intra_node_bw is not None:
             network["intra_node_bw"] = net.intra_node_bw
+        if net.flow_segment is not None:
+            network["flow_segment"] = net.flow_segment
         d: dict[str, Any] = {"study": st, "machine": machine_dict(self.machine), "network": network,
                              "foreground": self.foreground.to_dict()}
         if self.background:

@@ -185,8 +185,8 @@ def test_run_app_placements():
         run_app(m, "ring", 2, placement="spread", comm=None)
     with pytest.raises(AppConfigError, match="unknown app 'rign'; valid: allreduce"):
         run_app(m, "rign", 2, comm=None)
-    with pytest.raises(Exception, match="network model 'flow' is planned"):
-        run_app(m, "ring", 2, network="flow", comm=None)
+    with pytest.raises(Exception, match="network model 'wormhole' is unknown; valid: packet, flow, ideal"):
+        run_app(m, "ring", 2, network="wormhole", comm=None)
 
 
 def test_app_result_as_json():

@@ -56,7 +56,8 @@ def test_explicit_placement_and_listing(capsys):
     (["ring", "--ranks", "4", "--machine", "nope"], "unknown machine 'nope'"),
     (["ring", "--ranks", "4", "--placement", "1,x"], "--placement must be contiguous, random or a comma-separated list"),
     (["ring", "--ranks", "4", "--algorithm", "allreduce=fast"], "allreduce has no algorithm 'fast'"),
-    (["ring", "--ranks", "4", "--network", "flow"], "network model 'flow' is planned"),
+    (["ring", "--ranks", "4", "--network", "wormhole"], "network model 'wormhole' is unknown; valid: packet, flow, ideal"),
+    (["ring", "--ranks", "4", "--network", "flow", "--chunk-size", "1KiB"], "chunk_size is an option of the packet model only"),
     (["ring", "--ranks", "4", "--eager", "-1"], "--eager must be a whole number of bytes >= 0, got '-1'"),
     (["ring", "--ranks", "4", "--eager", "abc"], "--eager: cannot parse 'abc'"),
 ])

@@ -1,0 +1,292 @@
+"""The flow model: max-min fair rates (against a reference solver and by their defining
+properties), closed-form timings, statistics, segments, adaptive routing and apps on it."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from itertools import product
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from apps import run_app
+from models.network import Network, NetworkConfig, NetworkConfigError, network_lookahead
+from models.network.maxmin import maxmin_rates
+from models.presets import get_machine
+from models.topology import FatTree, Torus
+from pdes import Simulator
+from tests_support import Probe, run_traffic
+
+O_S, O_R = 1e-6, 0.7e-6
+
+
+# -- a reference solver, written for clarity (exact fractions, one flow set at a time) -------
+def reference_maxmin(routes: list[list[int]], cap: list[int]) -> list[Fraction]:
+    """Progressive filling: raise every unfrozen flow together; freeze the flows of each link
+    that fills up."""
+    rate = [Fraction(0)] * len(routes)
+    left = {l: Fraction(c) for l, c in enumerate(cap)}
+    active = set(range(len(routes)))
+    while active:
+        count = {l: sum(1 for f in active if l in routes[f]) for l in left}
+        inc = min(left[l] / n for l, n in count.items() if n)
+        for f in active:
+            rate[f] += inc
+        for l, n in count.items():
+            left[l] -= n * inc
+        full = {l for l, n in count.items() if n and left[l] == 0}
+        active = {f for f in active if not full & set(routes[f])}
+    return rate
+
+
+def _csr(routes):
+    ptr = np.zeros(len(routes) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in routes], out=ptr[1:])
+    idx = np.array([l for r in routes for l in r], dtype=np.int64)
+    return ptr, idx
+
+
+@st.composite
+def instances(draw):
+    n_links = draw(st.integers(1, 6))
+    cap = draw(st.lists(st.integers(1, 12), min_size=n_links, max_size=n_links))
+    routes = draw(st.lists(
+        st.lists(st.integers(0, n_links - 1), min_size=1, max_size=n_links, unique=True), min_size=1, max_size=9))
+    return routes, cap
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances())
+def test_rates_match_the_reference_solver(inst):
+    routes, cap = inst
+    got = maxmin_rates(*_csr(routes), np.array(cap, dtype=float))
+    want = reference_maxmin(routes, cap)
+    np.testing.assert_allclose(got, [float(x) for x in want], rtol=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances())
+def test_no_link_over_capacity_and_every_flow_bottlenecked_where_it_is_largest(inst):
+    routes, cap = inst
+    rate = maxmin_rates(*_csr(routes), np.array(cap, dtype=float))
+    load = np.zeros(len(cap))
+    for f, r in enumerate(routes):
+        load[r] += rate[f]
+    assert (load <= np.array(cap) * (1 + 1e-9)).all()
+    for f, r in enumerate(routes):
+        assert rate[f] > 0
+        # Some link of its route is saturated and no flow on it gets more than this one.
+        assert any(load[l] >= cap[l] * (1 - 1e-9)
+                   and all(rate[g] <= rate[f] * (1 + 1e-9) for g, rg in enumerate(routes) if l in rg)
+                   for l in r)
+
+
+@settings(max_examples=200, deadline=None)
+@given(instances(), st.randoms(use_true_random=False))
+def test_the_order_of_the_flows_changes_nothing_bit_for_bit(inst, rnd):
+    routes, cap = inst
+    rate = maxmin_rates(*_csr(routes), np.array(cap, dtype=float))
+    order = list(range(len(routes)))
+    rnd.shuffle(order)
+    shuffled = maxmin_rates(*_csr([routes[i] for i in order]), np.array(cap, dtype=float))
+    assert shuffled.tolist() == rate[order].tolist()
+
+
+def test_empty_and_single_flow():
+    assert maxmin_rates(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.ones(3)).size == 0
+    assert maxmin_rates(np.array([0, 3]), np.array([0, 1, 2]), np.array([5.0, 2.0, 7.0])).tolist() == [2.0]
+
+
+# -- closed forms through the network --------------------------------------------------------
+TOPOLOGIES = {
+    "fattree3": lambda: get_machine("tiny-fattree3").topology,
+    "torus": lambda: get_machine("tiny-torus").topology,
+    "dragonfly": lambda: get_machine("tiny-dragonfly").topology,
+    "torus-hetero": lambda: Torus(dims=(4, 3), link_bw=("2GB/s", "0.5GB/s"), inject_bw="4GB/s", link_lat="80ns",
+                                  inject_lat="20ns"),
+}
+
+
+def _path(topo, src, dst):
+    r = topo.route(src, dst)
+    return sum(topo.link_lat[l] for l in r), min(topo.link_bw[l] for l in r)
+
+
+@pytest.mark.parametrize("family", sorted(TOPOLOGIES))
+def test_one_flow_takes_overheads_plus_latency_plus_size_over_bandwidth(family):
+    topo = TOPOLOGIES[family]()
+    src, dst, S = 0, topo.n_nodes - 1, 100_000
+    _, net, log, sent = run_traffic(topo, {src: [(dst, S, 7)]}, model="flow", o_s=O_S, o_r=O_R)
+    lat, bw = _path(topo, src, dst)
+    assert log[0][0] == pytest.approx(O_S + lat + S / bw + O_R, rel=1e-12)
+    assert log[0][1:] == (src, dst, S, (src, dst), 7)
+    # The buffer is free one lookahead after the last byte.
+    assert sent[0][0] == pytest.approx(O_S + lat + S / bw + net.sim.lookahead, rel=1e-12)
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_k_flows_sharing_a_link_finish_together_at_latency_plus_k_s_over_b(k):
+    topo = get_machine("tiny-fattree3").topology
+    S, dst = 200_000, topo.n_nodes - 1
+    lat, bw = _path(topo, 0, dst)
+    # k sources into one destination: its ejection link is shared.
+    _, _, log, _ = run_traffic(topo, {s: [(dst, S, 0)] for s in range(k)}, model="flow", o_s=O_S, o_r=O_R)
+    assert [t for t, *_ in log] == pytest.approx([O_S + lat + k * S / bw + O_R] * k, rel=1e-12)
+    # One source to k destinations: its injection link is shared.
+    _, _, log, _ = run_traffic(topo, {0: [(dst - d, S, 0) for d in range(k)]}, model="flow", o_s=O_S, o_r=O_R)
+    assert [t for t, *_ in log] == pytest.approx([O_S + lat + k * S / bw + O_R] * k, rel=1e-12)
+
+
+def test_rates_are_recomputed_when_a_flow_ends():
+    # Two flows into one node, one twice the size of the other: both at B/2 until the small
+    # one ends at 2S/B, then the large one alone at B for its remaining S.
+    topo = get_machine("tiny-fattree3").topology
+    S, dst = 100_000, 15
+    lat, bw = _path(topo, 0, dst)
+    _, _, log, _ = run_traffic(topo, {0: [(dst, S, 0)], 1: [(dst, 2 * S, 0)]}, model="flow", o_s=O_S, o_r=O_R)
+    assert [t for t, *_ in log] == pytest.approx([O_S + lat + 2 * S / bw + O_R, O_S + lat + 3 * S / bw + O_R], rel=1e-12)
+
+
+def test_a_flow_throttled_elsewhere_leaves_the_rest_to_the_others():
+    # Node 0 sends to 14 and 15; node 1 to 15. Node 15's ejection is shared by two flows,
+    # node 0's injection by two: each gets B/2, whatever the other link leaves unused.
+    topo = FatTree.from_radix(radix=8, levels=2)
+    S = 100_000
+    lat, bw = _path(topo, 0, 15)
+    _, _, log, _ = run_traffic(topo, {0: [(14, S, 0), (15, S, 0)], 1: [(15, S, 0)]}, model="flow", o_s=O_S, o_r=O_R)
+    assert [t for t, *_ in log] == pytest.approx([O_S + lat + 2 * S / bw + O_R] * 3, rel=1e-12)
+
+
+def test_all_to_all_is_bounded_by_the_most_loaded_link():
+    topo = FatTree.from_radix(radix=8, levels=2, taper=3.0)  # the leaf uplinks are the bottleneck
+    n, S = topo.n_nodes, 16 * 1024
+    msgs = {s: [(d, S, 0) for d in range(n) if d != s] for s in range(n)}
+    _, net, log, _ = run_traffic(topo, msgs, model="flow", o_s=O_S, o_r=O_R)
+    assert len(log) == n * (n - 1)
+    makespan = max(t for t, *_ in log)
+    st_ = net.stats()
+    bound = float((st_.link_bytes / topo.link_bw).max())
+    assert bound <= makespan <= 1.25 * bound + 1e-5
+    # Link statistics: the same bytes as the ideal model (same routes), utilization in [0, 1].
+    _, net_i, _, _ = run_traffic(topo, msgs, model="ideal")
+    assert np.array_equal(st_.link_bytes, net_i.stats().link_bytes)
+    u = st_.link_utilization
+    assert (u >= 0).all() and (u <= 1 + 1e-9).all() and u.max() > 0.5
+    assert st_.link_max_queue.max() == 0 and st_.contention
+    assert st_.flows == n * (n - 1) and st_.flow_recomputes >= 1 and st_.flow_touched >= st_.flows
+
+
+def test_per_job_statistics_match_the_ideal_model():
+    topo = get_machine("tiny-torus").topology
+    msgs = {0: [(1, 1000, 5), (21, 2000, 5)], 3: [(2, 500, 6), (3, 700, 6)]}
+    _, net_f, _, _ = run_traffic(topo, msgs, model="flow", o_s=O_S, o_r=O_R)
+    _, net_i, _, _ = run_traffic(topo, msgs, model="ideal")
+    f, i = net_f.stats(), net_i.stats()
+    assert (f.job_bytes, f.job_hop_bytes, f.job_messages) == (i.job_bytes, i.job_hop_bytes, i.job_messages)
+    assert f.messages == 3 and f.intra_node_messages == 1 and f.chunks == 0
+
+
+def test_simultaneous_starts_in_any_order_give_the_same_deliveries():
+    topo = get_machine("tiny-dragonfly").topology
+    n = topo.n_nodes
+    fwd = {s: [((s * 5 + k) % n, 3000 * k + 100, 0) for k in range(1, 5)] for s in range(n)}
+    rev = {s: list(reversed(m)) for s, m in reversed(fwd.items())}
+    _, _, a, _ = run_traffic(topo, fwd, model="flow", o_s=O_S, o_r=O_R)
+    _, _, b, _ = run_traffic(topo, rev, model="flow", o_s=O_S, o_r=O_R)
+    assert a == b
+
+
+def test_only_the_connected_flows_are_recomputed():
+    # Two flows on disjoint routes (inside two different leaves): each start and end touches
+    # its own flow only.
+    topo = FatTree.from_radix(radix=8, levels=2)
+    _, net, log, _ = run_traffic(topo, {0: [(1, 50_000, 0)], 4: [(5, 80_000, 0)]}, model="flow", o_s=O_S, o_r=O_R)
+    st_ = net.stats()
+    assert len(log) == 2 and st_.flow_touched_max == 1
+    # Flows sharing a link form one component: both are recomputed together.
+    _, net, _, _ = run_traffic(topo, {0: [(1, 50_000, 0)], 4: [(1, 80_000, 0)]}, model="flow", o_s=O_S, o_r=O_R)
+    assert net.stats().flow_touched_max == 2
+
+
+def _run_flow(topo, msgs, **cfg):
+    """run_traffic with any NetworkConfig options of the flow model."""
+    sim = Simulator(lookahead=network_lookahead(topo))
+    log, sent = [], []
+    config = NetworkConfig(model="flow", send_overhead=O_S, recv_overhead=O_R, **cfg)
+    net = Network(sim, topo, config, node_cls=Probe, node_args=(log, sent))
+    for s, m in msgs.items():
+        sim.entity("node", s).send(net.node_eid(s), "go", m, 0.0)
+    sim.run()
+    return net, sorted(log)
+
+
+def test_segments_change_counts_not_times_on_an_oblivious_routing():
+    topo = get_machine("tiny-fattree3").topology
+    msgs = {0: [(15, 1_000_000, 0)], 1: [(15, 300_000, 0)]}
+    net1, one = _run_flow(topo, msgs)
+    net, seg = _run_flow(topo, msgs, flow_segment="64KiB")
+    assert [x[0] for x in seg] == pytest.approx([x[0] for x in one], rel=1e-9)
+    assert net1.stats().flows == 2
+    assert net.stats().flows == -(-1_000_000 // 65536) + -(-300_000 // 65536)
+    assert np.array_equal(net.stats().link_bytes, net1.stats().link_bytes)
+
+
+def test_adaptive_routing_spreads_simultaneous_flows_over_the_uplinks():
+    # Two nodes of one leaf send to two nodes of another leaf whose D-mod-k up ports
+    # coincide; adaptive routing picks another uplink for the second flow, so both run at
+    # full rate instead of sharing one uplink.
+    base = FatTree.from_radix(radix=8, levels=2, taper=3.0)
+    npl = base.nodes_per_leaf
+    S = 500_000
+    pairs = next(((a, d), (b, e)) for a, b, d, e in product(range(npl), range(npl), range(npl, 2 * npl), range(npl, 2 * npl))
+                 if a < b and d != e and base.route(a, d)[1] == base.route(b, e)[1])
+    msgs = {s: [(d, S, 0)] for s, d in pairs}
+    _, _, obl, _ = run_traffic(base, msgs, model="flow", o_s=O_S, o_r=O_R)
+    _, _, adp, _ = run_traffic(base.replace(routing="adaptive"), msgs, model="flow", o_s=O_S, o_r=O_R)
+    lat, bw = _path(base, *pairs[0])
+    up = float(base.link_bw[base.route(*pairs[0])[1]])
+    assert max(t for t, *_ in obl) == pytest.approx(O_S + lat + 2 * S / up + O_R, rel=1e-9)
+    assert max(t for t, *_ in adp) == pytest.approx(O_S + lat + S / min(bw, up) + O_R, rel=1e-9)
+
+
+def test_zero_byte_messages_and_overheads_below_the_lookahead():
+    topo = get_machine("tiny-fattree3").topology
+    _, net, log, sent = run_traffic(topo, {0: [(1, 0, 0), (15, 10, 0)]}, model="flow")  # o_s = o_r = 0
+    la = net.sim.lookahead
+    lat, _ = _path(topo, 0, 1)
+    # Within one switch the route's latency is below the lookahead: the start waits for it.
+    assert log[0][0] == pytest.approx(max(lat, la) + la, rel=1e-12) and log[0][3] == 0
+    assert len(log) == 2 and len(sent) == 2
+
+
+# -- configuration ---------------------------------------------------------------------------
+def test_bad_flow_configuration_is_named():
+    with pytest.raises(NetworkConfigError, match="flow_segment must be a whole number of bytes >= 1, got 0"):
+        NetworkConfig(model="flow", flow_segment=0)
+    with pytest.raises(NetworkConfigError, match="flow_segment must be a whole number of bytes >= 1, got '-1KiB'"):
+        NetworkConfig(model="flow", flow_segment="-1KiB")
+    with pytest.raises(NetworkConfigError, match="flow_segment is an option of the flow model only"):
+        NetworkConfig(model="packet", flow_segment=4096)
+    with pytest.raises(NetworkConfigError, match="chunk_size is an option of the packet model only"):
+        NetworkConfig(model="flow", chunk_size="8KiB")
+    assert NetworkConfig(model="flow", chunk_size=4096, flow_segment="1MiB").flow_segment == 1 << 20
+    assert NetworkConfig(model="flow").flow_segment is None
+
+
+# -- apps --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("machine,name,ranks,args", [
+    ("tiny-fattree3", "alltoall", 16, {"nbytes": 20_000, "iters": 2}),
+    ("tiny-torus", "stencil3d", 32, {"face_bytes": 100_000, "iters": 2}),
+])
+def test_an_app_on_the_flow_model_lies_between_ideal_and_packet(machine, name, ranks, args):
+    res = {m: run_app(machine, name, ranks, ranks_per_node=1, network=m, seed=3, comm=None, **args)
+           for m in ("ideal", "flow", "packet")}
+    ideal, flow, packet = (res[m].runtime for m in ("ideal", "flow", "packet"))
+    assert ideal * (1 - 1e-9) <= flow <= 1.5 * packet
+    assert res["flow"].network_bytes == res["ideal"].network_bytes
+    assert res["flow"].messages == res["packet"].messages
+    # Deterministic.
+    again = run_app(machine, name, ranks, ranks_per_node=1, network="flow", seed=3, comm=None, **args)
+    assert again.runtime == flow
