@@ -9,6 +9,7 @@ sequentially and under ``mpirun -n P`` (conservative windows over mpi4py).
 from .entity import Entity, stream_seed
 from .errors import (
     ConfigError,
+    Interrupted,
     PdesError,
     ProcessError,
     RemoteRankError,
@@ -27,6 +28,7 @@ __all__ = [
     "ConfigError",
     "Entity",
     "EntityType",
+    "Interrupted",
     "Mailbox",
     "PdesError",
     "Process",

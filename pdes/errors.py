@@ -57,3 +57,19 @@ class SimulationError(PdesError):
 
 class RemoteRankError(SimulationError):
     """Another MPI rank failed; this rank stopped because of it."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM stopped the run (a ``KeyboardInterrupt``, so it is never mistaken
+    for a model error).
+
+    ``signum`` is the signal. ``collective`` is True when every MPI rank raised it together
+    at the same window exchange: no rank is left waiting for another in a collective, so
+    each may end normally. Any other interrupt of a parallel program (one rank alone, or
+    outside a run) must end every rank, e.g. with ``pdes.parallel.abort_world``.
+    """
+
+    def __init__(self, signum: int, *, collective: bool = False):
+        super().__init__(signum)
+        self.signum = signum
+        self.collective = collective

@@ -2,19 +2,23 @@
 
 Only imported when a simulator runs with an MPI communicator, so sequential runs never import
 MPI. One window exchange costs one ``Alltoall`` of a small float64 table (bytes for each
-destination, this rank's next event time, total bytes sent, failure flag) and, only when some
+destination, this rank's next event time, total bytes sent, failure or stop flag) and, only when some
 rank has remote events, one ``Alltoallv`` of pickled batches: one pickle per destination rank
 per window, never one per event. Packing, the collectives and unpacking are separate steps, so
 a failure while packing or delivering events on one rank is reported to every rank through
 the failure flag of the next table instead of leaving the others waiting in a collective.
+SIGINT and SIGTERM travel the same way (:class:`StopSignals`), so that every rank stops at
+the same exchange.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import signal
 import struct
 import sys
+import threading
 from typing import Any
 
 
@@ -69,6 +73,74 @@ def install_abort_hook(comm: Any) -> None:
     sys.excepthook = hook
 
 
+def abort_world(code: int) -> None:
+    """End every rank of this MPI program now, with exit status ``code``.
+
+    The last resort for a rank that must stop alone (an interrupt outside a run's window
+    loop): leaving by itself would leave the other ranks waiting in their next collective.
+    Does nothing when MPI was never started or there is a single rank.
+    """
+    if "mpi4py.MPI" not in sys.modules:
+        return  # MPI never started here, so no rank waits for this one in a collective
+    from mpi4py import MPI
+
+    if not MPI.Is_initialized() or MPI.Is_finalized() or MPI.COMM_WORLD.size == 1:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    MPI.COMM_WORLD.Abort(code)
+
+
+class StopSignals:
+    """While a parallel run's windows execute, SIGINT and SIGTERM stop every rank together.
+
+    A rank's signal is only recorded (:attr:`signum`) while the rank is in the window
+    exchange, and reported to every rank by the next exchange's table, after which every
+    rank raises :class:`pdes.errors.Interrupted` (``collective=True``). A
+    ``KeyboardInterrupt`` raised in the middle of the exchange's collectives would leave the
+    other ranks waiting in one. While events run (:attr:`in_window`) the signal also raises
+    ``KeyboardInterrupt`` at once, so that a long window ends promptly; the window loop
+    catches it and goes on to the exchange. A signal that arrives while MPI blocks in a
+    collective is seen when the collective returns (Python runs signal handlers between
+    bytecodes), which is the exchange that every rank is reaching.
+
+    Used as a context manager around the window loop; restores the previous handlers. A
+    signal that was ignored stays ignored, and off the main thread nothing is installed.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.signum = 0
+        self.in_window = False
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        if not self.signum:
+            self.signum = signum
+        if self.in_window:
+            self.in_window = False
+            from .errors import Interrupted
+
+            raise Interrupted(signum)
+
+    def __enter__(self) -> "StopSignals":
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for s in self.SIGNALS:
+            old = signal.getsignal(s)
+            if old is signal.SIG_IGN or old is None:
+                continue  # ignored (a background job's SIGINT), or set outside Python: left alone
+            self._previous[s] = old
+            signal.signal(s, self._handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for s, old in self._previous.items():
+            signal.signal(s, old)
+        self._previous.clear()
+
+
 class WindowExchange:
     """The per-window collective: global minimum next-event time plus the remote events.
 
@@ -111,13 +183,17 @@ class WindowExchange:
                 box.clear()
         return payloads
 
-    def exchange(self, payloads: list[bytes] | None, local_min: float, failed: bool) -> tuple[float, bool, list]:
+    def exchange(self, payloads: list[bytes] | None, local_min: float, failed: bool,
+                 signum: int = 0) -> tuple[float, bool, int, list]:
         """Swap packed remote events with every rank (collectives only: nothing here can fail
         on one rank alone, so every rank always takes the same path).
 
         ``payloads`` is the result of :meth:`pack`, or None when this rank sends nothing
-        (after a failure). Returns (global minimum next-event time over all heaps and
-        in-flight events, whether any rank failed, the received chunks for :meth:`unpack`).
+        (after a failure); ``signum`` is the signal that asks this rank to stop (0: none).
+        Returns (global minimum next-event time over all heaps and in-flight events, whether
+        any rank failed, the stop signal of any rank (0: none; the largest number when
+        several), the received chunks for :meth:`unpack`). No events travel when a rank
+        failed or asked to stop.
         """
         size = self.size
         if payloads is None:
@@ -125,7 +201,8 @@ class WindowExchange:
         total = 0
         for b in payloads:
             total += len(b)
-        err = 1.0 if failed else 0.0
+        # One flag per rank: 1 failed, -signum asked to stop, 0 neither.
+        err = 1.0 if failed else -float(signum)
         vals: list[float] = []
         for b in payloads:
             vals += (len(b), local_min, total, err)
@@ -134,10 +211,13 @@ class WindowExchange:
         self.comm.Alltoall(self._spec_send, self._spec_recv)
         got = fmt.unpack_from(self._meta_recv)
         tmin = min(got[1::4])
-        any_failed = any(got[3::4])
+        flags = got[3::4]
+        any_failed = max(flags) > 0.0
+        lowest = min(flags)
+        stop = -int(lowest) if lowest < 0.0 else 0
         chunks: list = []
-        if any_failed or not any(got[2::4]):
-            return tmin, any_failed, chunks
+        if any_failed or stop or not any(got[2::4]):
+            return tmin, any_failed, stop, chunks
         self.bytes_sent += total
         scounts = [len(b) for b in payloads]
         rcounts = [int(x) for x in got[0::4]]
@@ -154,7 +234,7 @@ class WindowExchange:
             n = rcounts[j]
             if n:
                 chunks.append(mv[rdispl[j] : rdispl[j] + n])
-        return tmin, any_failed, chunks
+        return tmin, any_failed, 0, chunks
 
     def unpack(self, chunks: list) -> list:
         """The event tuples ``(time, key, dest id, service, data)`` of the received chunks."""

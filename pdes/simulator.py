@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import math
+import signal
 import sys
 import time as _time
 import traceback
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, TypeVar
 from greenlet import getcurrent
 
 from .entity import KEY_SHIFT, Entity
-from .errors import ConfigError, RemoteRankError, SimulationError, UnknownEntityError, UnknownServiceError
+from .errors import ConfigError, Interrupted, RemoteRankError, SimulationError, UnknownEntityError, UnknownServiceError
 from .placement import PlacementSpec, place
 from .event import Event, make_event
 from .process import Process, blocked_at, event_callable
@@ -505,11 +506,15 @@ class Simulator:
 
     def _run_windows(self) -> int:
         comm = self.comm
-        exchange = None
-        if comm is not None:
-            from .parallel import WindowExchange
+        if comm is None:
+            return self._window_loop(None, None)
+        from .parallel import StopSignals, WindowExchange
 
-            exchange = WindowExchange(comm)
+        with StopSignals() as stop:
+            return self._window_loop(WindowExchange(comm), stop)
+
+    def _window_loop(self, exchange: Any, stop: Any) -> int:
+        """The windows of a run; ``exchange`` and ``stop`` are None without a communicator."""
         heap = self._heap
         tied = self._tied
         pop = heappop
@@ -531,9 +536,13 @@ class Simulator:
                         payloads = exchange.pack(outboxes)
                     except Exception as exc:
                         error = self._transfer_error(exc, outboxes)
-                tmin, failed, chunks = exchange.exchange(payloads, local_min, error is not None)
+                tmin, failed, signum, chunks = exchange.exchange(payloads, local_min, error is not None, stop.signum)
                 if failed:
                     self._raise_failure(error, exchange)
+                if signum:
+                    # Every rank saw the same table: all stop here together, none is left
+                    # waiting in a collective.
+                    raise Interrupted(signum, collective=True)
                 if chunks:
                     ev = None
                     try:
@@ -571,6 +580,8 @@ class Simulator:
             self._direct = True
             e = None
             try:
+                if stop is not None:
+                    stop.in_window = True
                 while True:
                     if tied:
                         e = self._next_tied()
@@ -587,11 +598,18 @@ class Simulator:
                     if not isinstance(exc, Exception):
                         raise  # SystemExit, KeyboardInterrupt: as in the sequential loop
                     raise self._wrap(exc, e.fn if e is not None else None) from exc
-                # Under MPI every failure, sys.exit() in a model included, goes through the
-                # next exchange: a rank leaving alone would leave the others in a collective.
-                error = self._wrap(exc, e.fn if e is not None else None)
-                error.__cause__ = exc
+                stop.in_window = False
+                if isinstance(exc, KeyboardInterrupt):
+                    # SIGINT/SIGTERM (see StopSignals): the next exchange stops every rank.
+                    stop.signum = stop.signum or getattr(exc, "signum", signal.SIGINT)
+                else:
+                    # Under MPI every failure, sys.exit() in a model included, goes through the
+                    # next exchange: a rank leaving alone would leave the others in a collective.
+                    error = self._wrap(exc, e.fn if e is not None else None)
+                    error.__cause__ = exc
             finally:
+                if stop is not None:
+                    stop.in_window = False
                 self._horizon = -math.inf
                 self._direct = False
                 self._untie()

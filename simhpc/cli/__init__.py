@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from .common import CliError, user_errors
+from .common import CliError, terminate_as_interrupt, user_errors
 from .stdout import StdoutError, finish, guarded_stdout, lost
 
 # Subcommand name -> module (imported only when used, so `simhpc machine` stays fast).
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        with guarded_stdout(), user_errors() as status:
+        with guarded_stdout(), terminate_as_interrupt(), user_errors() as status:
             with warnings_as_lines():
                 status.code = args._run(args)
     except BrokenPipeError:

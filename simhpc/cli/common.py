@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import sys
+import threading
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from pdes.errors import UserError
-from pdes.parallel import launcher_rank
+from pdes.errors import Interrupted, UserError
+from pdes.parallel import abort_world, launcher_rank
 
 
 class CliError(UserError):
@@ -27,6 +29,10 @@ def user_errors() -> Iterator[_Status]:
 
     Under mpirun every rank meets the same mistake (they read the same files and options);
     rank 0 alone prints it, so the user sees one line, and every rank exits with status 2.
+
+    An interrupt (Ctrl-C, or SIGTERM under :func:`terminate_as_interrupt`) prints
+    "simhpc: interrupted" and gives status 128 + the signal number (130, 143). A rank of a
+    parallel program that is interrupted alone ends every rank (``MPI_Abort``).
     """
     status = _Status()
     try:
@@ -37,9 +43,43 @@ def user_errors() -> Iterator[_Status]:
         if launcher_rank() == 0:
             print(f"simhpc: error: {exc}", file=sys.stderr)
         status.code = 2
-    except KeyboardInterrupt:
-        print("simhpc: interrupted", file=sys.stderr)
-        status.code = 130
+    except KeyboardInterrupt as exc:
+        # Ctrl-C or SIGTERM: outputs are written only when a command completes (temp file
+        # and rename), so whatever existed is left as it was.
+        signum = getattr(exc, "signum", signal.SIGINT)
+        status.code = 128 + signum
+        if getattr(exc, "collective", False):
+            # Every rank of a parallel run stopped together at a window exchange: one line.
+            if launcher_rank() == 0:
+                print("simhpc: interrupted", file=sys.stderr)
+        else:
+            print("simhpc: interrupted", file=sys.stderr)
+            # This rank stops alone (interrupted outside a run's windows, or the only one
+            # signalled): the others would wait for it in their next collective.
+            abort_world(status.code)
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """While a command runs, SIGTERM stops it as Ctrl-C does (``pdes.Interrupted``).
+
+    Python's default for SIGTERM ends the process at once: no message and, under mpirun,
+    the other ranks left to the launcher's clean-up. Off the main thread, or where SIGTERM
+    was set to something else, nothing changes.
+    """
+    installed = False
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_interrupted)
+        installed = True
+    try:
+        yield
+    finally:
+        if installed:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _raise_interrupted(signum: int, _frame: Any) -> None:
+    raise Interrupted(signum)
 
 
 def positive_int(text: str) -> int:

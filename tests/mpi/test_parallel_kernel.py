@@ -117,6 +117,57 @@ def test_sys_exit_in_a_model_on_one_rank_stops_every_rank(where):
     assert isinstance(err, RemoteRankError) == (comm.rank != owner)
 
 
+@pytest.mark.parametrize("signame,where", [("SIGINT", "service"), ("SIGTERM", "process")])
+def test_a_signal_on_one_rank_stops_every_rank_at_the_same_exchange(signame, where):
+    # Before, the signalled rank raised alone (or a SimulationError) and the others waited
+    # for it in the next collective forever, busy-polling.
+    import os
+    import signal
+
+    from pdes import Entity, Interrupted, Simulator
+
+    comm = _comm()
+    signum = getattr(signal, signame)
+    last = comm.size - 1
+
+    class Busy(Entity):
+        def __init__(self, n):
+            self.n = n
+            if where == "process":
+                self.spawn(self.body)
+            else:
+                self.send(self.eid, "tick", None, delay=1.0)
+
+        def _step(self):
+            if self.index == self.n - 1 and self.now == 7.0:
+                os.kill(os.getpid(), signum)  # handled at once: this rank is running events
+            self.send((self.index + 1) % self.n, "ping", None, delay=1.0)
+
+        def tick(self, _):
+            self._step()
+            self.send(self.eid, "tick", None, delay=1.0)
+
+        def body(self):
+            while True:
+                self.sleep(1.0)
+                self._step()
+
+        def ping(self, _):
+            pass
+
+    n = 2 * comm.size
+    sim = Simulator(lookahead=1.0, end_time=1000.0, comm=comm, parallel=True)
+    sim.add_entities(Busy, n, n, placement="cyclic")
+    assert sim.rank_of(n - 1) == last
+    before = signal.getsignal(signum)
+    with pytest.raises(Interrupted) as ei:
+        sim.run()
+    assert ei.value.signum == signum and ei.value.collective
+    assert signal.getsignal(signum) is before  # the run's handler is gone
+    # Every rank stopped after the window of the signal: none ran on towards the end time.
+    assert comm.allgather(sim.now) == [7.0] * comm.size
+
+
 def test_remote_send_below_lookahead_is_an_error_at_the_call():
     from pdes import Entity, SendError, Simulator
 

@@ -147,7 +147,7 @@ PACKAGES = ("pdes", "models", "apps", "scheduler", "simhpc")
 NOT_USER_ERRORS = {
     "pdes.errors.PdesError", "pdes.errors.SendError", "pdes.errors.UnknownEntityError",
     "pdes.errors.UnknownServiceError", "pdes.errors.ProcessError", "pdes.errors.SimulationError",
-    "pdes.errors.RemoteRankError",
+    "pdes.errors.RemoteRankError", "pdes.errors.Interrupted",
     "apps.errors.AppsError", "apps.errors.MpiError", "apps.errors.AppError", "apps.errors.DeadlockError",
     "apps.errors.AppTimeoutError",
     "scheduler.errors.SchedulerError",
