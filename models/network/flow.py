@@ -124,7 +124,9 @@ class FlowSolver(Entity):
             heapq.heappop(due)
         if due and (not wakes or wakes[0] > due[0][0]):
             top = due[0][0]
-            heapq.heappush(wakes, top)
+            # The wake-up's own time, as the kernel computes it: now + (top - now) may fall
+            # an ulp short of top, and then that wake-up schedules the next.
+            heapq.heappush(wakes, now + (top - now))
             self.after(top - now, self._wake, None)
 
     def _start(self, d: tuple, changed: set[int]) -> None:

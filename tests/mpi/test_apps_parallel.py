@@ -32,15 +32,17 @@ def _key(res):
             res.intra_node_messages, res.events, res.hot_links)
 
 
+@pytest.mark.parametrize("network", ["packet", "flow"])
 @pytest.mark.parametrize("machine,name,ranks,args", CASES, ids=[c[1] for c in CASES])
-def test_parallel_run_is_identical_to_the_sequential_one(machine, name, ranks, args):
+def test_parallel_run_is_identical_to_the_sequential_one(machine, name, ranks, args, network):
     comm = _comm()
-    par = run_app(machine, name, ranks, ranks_per_node=1, placement="random", seed=5, comm=comm, **args)
+    par = run_app(machine, name, ranks, ranks_per_node=1, placement="random", seed=5, comm=comm, network=network, **args)
     assert par.sim_ranks == comm.size
     views = comm.allgather(_key(par))
     assert all(v == views[0] for v in views)  # every rank returns the same result
     if comm.rank == 0:
-        seq = run_app(machine, name, ranks, ranks_per_node=1, placement="random", seed=5, comm=None, **args)
+        seq = run_app(machine, name, ranks, ranks_per_node=1, placement="random", seed=5, comm=None, network=network,
+                      **args)
         assert _key(par) == _key(seq)
         assert np.array_equal(par.net.link_bytes, seq.net.link_bytes)
         assert np.array_equal(par.net.link_busy, seq.net.link_busy)
