@@ -151,6 +151,9 @@ NOT_USER_ERRORS = {
     "apps.errors.AppsError", "apps.errors.MpiError", "apps.errors.AppError", "apps.errors.DeadlockError",
     "apps.errors.AppTimeoutError",
     "scheduler.errors.SchedulerError",
+    # Not errors of the user's input: a warning (the run goes on) and an environment failure
+    # (stdout cannot be written), each reported in one line by the CLI.
+    "apps.errors.OversubscriptionWarning", "simhpc.cli.stdout.StdoutError",
 }
 
 USER_SUFFIXES = ("ConfigError", "UserError", "UnitError", "TopologyError", "SwfError", "FileError",
