@@ -32,7 +32,8 @@ class NetworkConfig:
             '4KiB'-style strings. The flow model accepts only the default.
         flow_segment: flow model only: messages larger than this many bytes cross the network
             as segments of at most this size, one after another (an adaptive routing picks
-            each segment's path anew). ``None`` (default): one flow per message.
+            each segment's path anew). ``None`` (default): one flow per message. Refused with
+            the packet model; the ideal model ignores it (as it ignores chunk_size).
         send_overhead: o_s, seconds of sender software overhead before injection.
         recv_overhead: o_r, seconds of receiver software overhead after the last byte.
         intra_node_bw: bandwidth of a copy between ranks of one node (bytes/s); ``None``
@@ -67,9 +68,12 @@ class NetworkConfig:
         if not (c >= 1 and float(c).is_integer()):
             raise NetworkConfigError(f"chunk_size must be a whole number of bytes >= 1, got {self.chunk_size!r}")
         if seg is not None:
-            if self.model != "flow":
+            # The ideal model ignores both granularity knobs (a flow run's ideal baseline is
+            # its own config with model="ideal"); the packet model would take it for a chunk.
+            if self.model == "packet":
                 raise NetworkConfigError(
-                    f"flow_segment is an option of the flow model only, got it with model {self.model!r}"
+                    "flow_segment is an option of the flow model only, got it with model 'packet' "
+                    "(the packet model's knob is chunk_size)"
                 )
             if not (seg >= 1 and float(seg).is_integer()):
                 raise NetworkConfigError(f"flow_segment must be a whole number of bytes >= 1, got {self.flow_segment!r}")

@@ -273,6 +273,8 @@ def test_bad_flow_configuration_is_named():
         NetworkConfig(model="flow", chunk_size="8KiB")
     assert NetworkConfig(model="flow", chunk_size=4096, flow_segment="1MiB").flow_segment == 1 << 20
     assert NetworkConfig(model="flow").flow_segment is None
+    # The ideal model ignores it, as it ignores chunk_size: a flow run's ideal baseline.
+    assert NetworkConfig(model="ideal", flow_segment=4096, chunk_size=1024).flow_segment == 4096
 
 
 # -- apps --------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from apps.registry import app
-from simhpc.experiment import loads
+from simhpc.experiment import dumps, loads
 from simhpc.experiment.runner import ExperimentError, build_workload, run_experiment
 
 
@@ -294,3 +294,17 @@ ranks_per_node = 1
     assert (j["app_run"] < j["run"]).all() and (j["app_run"] > 4 * 0.5).all()
     # Without contention the run is the ideal baseline, so the network slowdown is exactly 1.
     np.testing.assert_allclose(j["app_run"], j["ideal_run"], rtol=1e-12)
+
+
+def test_an_experiment_runs_on_the_flow_model_between_ideal_and_packet():
+    text = SMALL.replace('model = "packet"\nchunk_size = "8KiB"', 'model = "flow"\nflow_segment = "256KiB"')
+    exp = loads(text, overrides=["workload.jobs=10"])
+    assert exp.network.model == "flow" and exp.network.flow_segment == 256 * 1024
+    assert loads(dumps(exp)).network == exp.network  # flow_segment survives a round trip
+    r = run_experiment(exp, comm=None, progress=False)
+    j = r.jobs
+    assert (j["status"] == "completed").all()
+    apps = j["app"] != "timekeeper"
+    assert apps.sum() >= 2
+    assert (j["run"][apps] >= j["ideal_run"][apps] * (1 - 1e-12)).all()
+    assert r.links["bytes"].sum() > 0
