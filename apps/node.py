@@ -189,7 +189,7 @@ class NodeJob:
     __slots__ = (
         "spec", "job", "fn", "args", "rank_nodes", "eager", "ctrl", "poll", "algorithms", "node_model", "ranks_here",
         "eps", "left", "start", "end", "status", "error", "killed", "reported", "delivered",
-        "failed_rank", "fail_time", "tb", "timer", "routed",
+        "failed_rank", "fail_time", "tb", "timer", "routed", "results",
     )
 
     def __init__(self, spec: LaunchSpec, node_model: NodeModel, ranks_here: int, now: float):
@@ -218,6 +218,8 @@ class NodeJob:
         self.tb = ""
         self.timer = False
         self.routed = False
+        #: World rank -> what the app function returned there (None returns are not kept).
+        self.results: dict[int, Any] = {}
 
 
 class MpiNode(NetworkNode):
@@ -310,12 +312,14 @@ class MpiNode(NetworkNode):
     # -- ranks ------------------------------------------------------------------------------------
     def _rank_main(self, js: NodeJob, ep: Endpoint) -> None:
         try:
-            js.fn(ep.world, **js.args)
+            out = js.fn(ep.world, **js.args)
         except Exception as exc:
             ep.done = True
             ep.end = self.sim.now
             self._fail(js, ep.w, exc)
             return
+        if out is not None:
+            js.results[ep.w] = out
         ep.done = True
         ep.end = now = self.sim.now
         if now > js.end:
@@ -368,7 +372,8 @@ class MpiNode(NetworkNode):
     # -- after a run --------------------------------------------------------------------------------
     def job_state(self, job: int) -> dict[str, Any] | None:
         """This node's view of ``job`` after a run (picklable): unfinished ranks and what they
-        wait for, messages sent and delivered, totals."""
+        wait for, messages sent and delivered, totals, and what its ranks' app functions
+        returned (``results``: world rank -> value, None returns left out)."""
         js = self._jobs.get(job)
         if js is None:
             return None
@@ -386,5 +391,5 @@ class MpiNode(NetworkNode):
         return {
             "node": self.node, "status": js.status, "unfinished": unfinished, "sent": sent, "bytes_sent": bytes_sent,
             "delivered": js.delivered, "notify_pending": notify, "timer_pending": js.timer and js.status == "running",
-            "start": js.start, "end": js.end, "discarded": self.discarded.get(job, 0),
+            "start": js.start, "end": js.end, "discarded": self.discarded.get(job, 0), "results": js.results,
         }

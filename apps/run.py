@@ -52,7 +52,9 @@ class AppResult:
     copies included); ``network_bytes`` and ``hop_bytes`` count what crossed the network.
     ``hot_links`` are the busiest network links (NIC links left out); their utilization, like
     ``net.link_utilization``, is busy time over the app's runtime (``None`` on the ideal
-    network, which has no contention).
+    network, which has no contention). ``rank_results[r]`` is what the app function returned
+    on world rank ``r`` (None when it returned nothing): an app reports per-rank figures by
+    returning them (picklable values, since under ``mpirun`` they cross processes).
     """
 
     app: str
@@ -77,6 +79,7 @@ class AppResult:
     sim_ranks: int
     net: NetworkStats = field(repr=False)
     stats: RunStats = field(repr=False)
+    rank_results: tuple[Any, ...] = field(default=(), repr=False)
 
     @property
     def events_per_s(self) -> float:
@@ -209,12 +212,17 @@ def run_app(
     # only within it); the same figure on every parallel rank.
     netstats.duration = rec.runtime
     jb = netstats.job_bytes.get(job_id, 0.0)
+    results: list[Any] = [None] * ranks
+    for s in states:
+        for w, v in s["results"].items():
+            results[w] = v
     return AppResult(
         app=app, args=args, machine=m.name, network=config.model, ranks=ranks, ranks_per_node=rpn, nodes=nodes,
         rank_nodes=rank_nodes, start=rec.start, end=rec.end, runtime=rec.runtime, bytes_sent=rec.bytes_sent,
         messages=rec.messages, network_bytes=jb, hop_bytes=netstats.job_hop_bytes.get(job_id, 0.0),
         intra_node_messages=netstats.intra_node_messages, hot_links=_hot_links(netstats, topo, hot_links),
         events=st.events, wall_s=st.wall_s, sim_ranks=st.ranks, net=netstats, stats=st,
+        rank_results=tuple(results),
     )
 
 

@@ -150,6 +150,12 @@ class Comm:
         return self._ep.js.ranks_here
 
     @property
+    def topology(self) -> Any:
+        """The machine's network topology (a :class:`models.topology.Topology`, read-only),
+        for topology-aware apps: coordinates, groups, link bandwidths."""
+        return self._ep.node.net.topology
+
+    @property
     def now(self) -> float:
         """The current simulated time in seconds."""
         return self._ep.node.sim.now
