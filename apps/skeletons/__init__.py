@@ -10,9 +10,10 @@ unstr-mesh        exchanges with random neighbourhoods of bounded degree on a 3D
 even-odd          rank 2i <-> 2i+1 exchanges
 ring              send right, receive from the left
 alltoall          bulk all-to-all
+traffic           open-loop synthetic traffic of a named pattern at an offered load
 ================  ================================================================
 """
 
-from . import allreduce, alltoall, pairs, simple, stencil, sub_a2a, timekeeper, unstr_mesh
+from . import allreduce, alltoall, pairs, simple, stencil, sub_a2a, timekeeper, traffic, unstr_mesh
 
-__all__ = ["allreduce", "alltoall", "pairs", "simple", "stencil", "sub_a2a", "timekeeper", "unstr_mesh"]
+__all__ = ["allreduce", "alltoall", "pairs", "simple", "stencil", "sub_a2a", "timekeeper", "traffic", "unstr_mesh"]

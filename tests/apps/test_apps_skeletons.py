@@ -50,7 +50,8 @@ def test_every_registered_app_is_covered():
     from apps import get_app
 
     builtin = {n for n in app_names() if get_app(n).fn.__module__.startswith("apps.skeletons")}
-    assert builtin == set(APPS) | {"timekeeper"}
+    # traffic (open-loop, no iterations) has its own tests: tests/apps/test_traffic.py.
+    assert builtin == set(APPS) | {"timekeeper", "traffic"}
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -105,6 +106,8 @@ BAD_VALUES = {
     "iters": -3, "nbytes": "lots", "compute_s": -1, "algorithm": "magic", "mode": "shuffle",
     "grid": "4xq", "face_bytes": -8, "periodic": "no", "along": "w", "degree": -1, "radius": 0,
     "nbytes_max": -5, "runtime": "soon",
+    "pattern": "zigzag", "load": 1.5, "msg_bytes": 0, "duration": "soon", "warmup": -1, "shift": "x",
+    "hot_nodes": 0, "hot_fraction": 2,
 }
 
 
