@@ -24,6 +24,7 @@ SUBCOMMANDS = {
     "show": "simhpc.cli.show_cmd",
     "plot": "simhpc.cli.plot_cmd",
     "study": "simhpc.cli.study_cmd",
+    "traffic": "simhpc.cli.traffic_cmd",
 }
 
 
