@@ -104,3 +104,14 @@ def test_traffic_point_reads_the_ranks_results():
 
     with pytest.raises(AppConfigError, match="needs a run of the 'traffic' app"):
         traffic_point(run_app("tiny-fattree3", "test-not-traffic", 2))
+
+
+def test_the_examples_of_docs_traffic_md_run():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "traffic.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 2
+    for code in blocks:
+        exec(compile(code, "traffic.md", "exec"), {})
