@@ -88,10 +88,9 @@ def _start(argv: list[str], ranks: int, cwd: Path, *, cpu_s: float = 0.0) -> tup
     launch = [MPIRUN, "-n", str(ranks)] if ranks > 1 else []
     proc = subprocess.Popen([*launch, sys.executable, *argv], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    if not cpu_s:
-        for _ in range(ranks):
-            assert proc.stdout.readline().strip() == "ready", proc.communicate()
     deadline = time.monotonic() + 300
+    if not cpu_s:
+        _wait_ready(proc, ranks, deadline)
     while True:
         assert proc.poll() is None, f"the command ended before the signal: {proc.communicate()}"
         pids = [proc.pid] if ranks == 1 else _python_procs(proc.pid)
@@ -103,6 +102,29 @@ def _start(argv: list[str], ranks: int, cwd: Path, *, cpu_s: float = 0.0) -> tup
         time.sleep(0.1)
 
 
+def _wait_ready(proc: subprocess.Popen, ranks: int, deadline: float) -> None:
+    """Wait until every rank has printed "ready". mpirun forwards the ranks' output in
+    whatever pieces it read, so two ranks' lines may arrive joined ("readyready"): count the
+    words, and never block past the deadline (a rank that never gets ready is a failure,
+    not a hang)."""
+    import select
+
+    seen, text = 0, ""
+    fd = proc.stdout.fileno()
+    while seen < ranks:
+        left = deadline - time.monotonic()
+        if left <= 0 or proc.poll() is not None:
+            _kill_all(proc, _python_procs(proc.pid) if ranks > 1 else [])
+            out, err = proc.communicate()
+            pytest.fail(f"{seen} of {ranks} ranks got ready: {text + out!r} {err!r}")
+        if select.select([fd], [], [], min(left, 1.0))[0]:
+            chunk = os.read(fd, 4096).decode()
+            if not chunk:
+                continue
+            text += chunk
+            seen = text.count("ready")
+
+
 def _finish(proc: subprocess.Popen, ranks_pids: list[int]) -> tuple[int, str, float]:
     """Wait for the command; (status, stderr, seconds). Kills everything left on a timeout."""
     t0 = time.monotonic()
@@ -110,15 +132,32 @@ def _finish(proc: subprocess.Popen, ranks_pids: list[int]) -> tuple[int, str, fl
         _, err = proc.communicate(timeout=PROMPT_S)
     except subprocess.TimeoutExpired:
         alive = [p for p in ranks_pids if Path(f"/proc/{p}").exists()]
-        os.killpg(proc.pid, signal.SIGKILL)
+        _kill_all(proc, ranks_pids)
         proc.communicate()
         pytest.fail(f"still running {PROMPT_S} s after the signal (processes {alive})")
     # No rank lingers after mpirun ends (the launcher may take a moment to reap them).
     while any(_alive(p) for p in ranks_pids) and time.monotonic() < t0 + PROMPT_S:
         time.sleep(0.1)
     took = time.monotonic() - t0
-    assert not [p for p in ranks_pids if _alive(p)], f"ranks still running after mpirun ended: {err}"
+    left = [p for p in ranks_pids if _alive(p)]
+    if left:
+        _kill_all(proc, left)
+    assert not left, f"ranks still running after mpirun ended: {err}"
     return proc.returncode, err, took
+
+
+def _kill_all(proc: subprocess.Popen, pids: list[int]) -> None:
+    """SIGKILL the launcher's process group and every rank (the ranks may sit in sessions of
+    their own, out of the group's reach), so a failing test never leaves a rank spinning."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def _alive(pid: int) -> bool:
