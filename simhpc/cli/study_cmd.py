@@ -36,10 +36,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="end the output with one JSON object of the figures")
 
 
-def _check_output(flag: str, path: str, *, example: str = "", is_dir: bool = False) -> None:
-    problem = output_problem(flag, path, example=example, is_dir=is_dir)
-    if problem:
-        raise CliError(problem)
+def _output_problem(args: argparse.Namespace) -> str | None:
+    """Why --out or --plot cannot be written (None when both can)."""
+    if args.out is not None:
+        problem = output_problem("--out", args.out, example="study.h5")
+        if problem:
+            return problem
+    if args.plot is not None:
+        return output_problem("--plot", args.plot, is_dir=True)
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,11 +58,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     comm = world_comm()
     rank = comm.rank if comm is not None else 0
-    if rank == 0:
-        if args.out is not None:
-            _check_output("--out", args.out, example="study.h5")
-        if args.plot is not None:
-            _check_output("--plot", args.plot, is_dir=True)
+    # Checked on rank 0 and shared, so that every rank stops (none waits for rank 0 in the runs).
+    problem = _output_problem(args) if rank == 0 else None
+    if comm is not None and comm.size > 1:
+        problem = comm.bcast(problem, root=0)
+    if problem:
+        raise CliError(problem)
     res = run_study(study, comm=comm, progress=args.progress)
     if rank != 0:
         return 0

@@ -39,3 +39,23 @@ def test_trace_study_identical_to_sequential(parallel):
 
     st = loads_study(TRACE_TOML, overrides=[f'study.parallel="{parallel}"'])
     _same(run_study(st, comm=None), run_study(st, comm=MPI.COMM_WORLD))
+
+
+@pytest.mark.parametrize("flag,path,why", [("--out", "/no/such/dir/s.h5", "does not exist"),
+                                           ("--plot", "/proc/version", "is not a folder")])
+def test_a_study_output_mistake_stops_every_rank(capsys, flag, path, why):
+    """Found on rank 0 only, but every rank stops at once: none waits for rank 0 in the runs."""
+    from pathlib import Path
+
+    from mpi4py import MPI
+
+    from simhpc.cli import main
+
+    comm = MPI.COMM_WORLD
+    study = Path(__file__).resolve().parents[2] / "examples" / "studies" / "interference.toml"
+    code = main(["study", str(study), flag, path])
+    err = capsys.readouterr().err
+    codes, errs = comm.gather(code, root=0), comm.gather(err, root=0)
+    if comm.rank == 0:
+        assert codes == [2] * comm.size
+        assert errs[0].count("\n") == 1 and path in errs[0] and why in errs[0], errs[0]
