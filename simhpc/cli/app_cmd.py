@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="contiguous, random, or a comma-separated list of node ids (default: contiguous)")
     parser.add_argument("--network", default="packet", help="network model: packet, flow or ideal (default: packet)")
     parser.add_argument("--chunk-size", default=None, help="packet model chunk size, e.g. 4KiB")
+    parser.add_argument("--flow-segment", default=None,
+                        help="flow model only: messages larger than this cross the network as flows of this size, "
+                             "one after the other, e.g. 1MiB (default: one flow per message)")
     parser.add_argument("--ranks-per-node", type=int, default=None, help="ranks per node (default: the machine's cores per node)")
     parser.add_argument("--mapping", default="block", help="rank-to-node mapping: block, round_robin or topology (grid-aware for Cartesian apps; default: block)")
     parser.add_argument("--seed", type=int, default=0, help="run seed (default: 0)")
@@ -67,6 +70,22 @@ def _pairs(items: list[str], what: str) -> dict[str, Any]:
             raise CliError(f"{what} {item!r}: write KEY=VALUE")
         out[key] = _value(val.strip())
     return out
+
+
+def _flow_segment(text: str, model: str) -> int:
+    """``--flow-segment`` in bytes (a whole number >= 1), for the flow model only."""
+    from models.units import UnitError, parse_bytes
+
+    if model != "flow":
+        raise CliError(f"--flow-segment is an option of the flow model only, got it with --network {model} "
+                       "(use --network flow)")
+    try:
+        seg = parse_bytes(text, what="--flow-segment")
+    except UnitError as exc:
+        raise CliError(f"--flow-segment: {str(exc).split(': ', 1)[-1]}") from None
+    if not (seg >= 1 and float(seg).is_integer()):
+        raise CliError(f"--flow-segment must be a whole number of bytes >= 1, got {text!r}")
+    return int(seg)
 
 
 def _list_apps(as_json: bool) -> int:
@@ -111,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
     net_kw: dict[str, Any] = {"model": args.network}
     if args.chunk_size is not None:
         net_kw["chunk_size"] = args.chunk_size
+    if args.flow_segment is not None:
+        net_kw["flow_segment"] = _flow_segment(args.flow_segment, args.network)
     network = NetworkConfig(**net_kw)
     options: dict[str, Any] = {}
     if args.eager is not None:

@@ -96,3 +96,34 @@ def test_app_arguments_as_trailing_key_values_equal_arg_options(capsys):
         main(["app", "ring", *base, "--bogus"])
     assert exc.value.code == 2
     assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_flow_segment_option_runs_the_flow_model_with_segments(capsys):
+    from models.network import NetworkConfig
+
+    code, out, err = cli(capsys, "pairs", "--machine", "tiny-fattree", "--ranks", "8", "--ranks-per-node", "1",
+                         "--placement", "random", "--network", "flow", "--flow-segment", "16KiB",
+                         "--arg", "nbytes=64KiB", "--arg", "iters=2", "--json")
+    assert code == 0 and err == ""
+    d = json.loads(out.strip().splitlines()[-1])
+    net = NetworkConfig(model="flow", flow_segment="16KiB")
+    res = run_app("tiny-fattree", "pairs", 8, ranks_per_node=1, placement="random", network=net, nbytes="64KiB",
+                  iters=2, comm=None)
+    assert d["runtime"] == res.runtime and d["events"] == res.events
+    whole = run_app("tiny-fattree", "pairs", 8, ranks_per_node=1, placement="random", network="flow", nbytes="64KiB",
+                    iters=2, comm=None)
+    assert res.events > whole.events  # four segments per message: more solver work than one flow each
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--network", "flow", "--flow-segment", "0"], "--flow-segment must be a whole number of bytes >= 1, got '0'"),
+    (["--network", "flow", "--flow-segment=-4KiB"], "--flow-segment must be a whole number of bytes >= 1, got '-4KiB'"),
+    (["--network", "flow", "--flow-segment", "1.5"], "--flow-segment must be a whole number of bytes >= 1, got '1.5'"),
+    (["--network", "flow", "--flow-segment", "abc"], "--flow-segment: cannot parse 'abc'"),
+    (["--flow-segment", "4KiB"], "--flow-segment is an option of the flow model only, got it with --network packet"),
+    (["--network", "ideal", "--flow-segment", "4KiB"], "--flow-segment is an option of the flow model only, got it with --network ideal"),
+])
+def test_flow_segment_mistakes_are_one_line_errors(capsys, argv, msg):
+    code, out, err = cli(capsys, "ring", "--ranks", "4", *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("simhpc: error: ") and msg in err and "Traceback" not in err
