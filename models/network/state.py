@@ -19,7 +19,15 @@ from .config import NetworkConfig
 class NetState:
     """Link tables and per-rank counters of a network (one per simulation per rank)."""
 
-    def __init__(self, topology: Topology, config: NetworkConfig, *, link_dst_eid: np.ndarray, mem_bw: float):
+    def __init__(
+        self,
+        topology: Topology,
+        config: NetworkConfig,
+        *,
+        link_dst_eid: np.ndarray,
+        mem_bw: float,
+        link_src_eid: np.ndarray | None = None,
+    ):
         t = topology
         self.topology = t
         self.config = config
@@ -53,6 +61,16 @@ class NetState:
         self.recomputes = 0
         self.touched = 0
         self.touched_max = 0
+        # Credit-based flow control (None: infinite buffers).
+        self.credits = None
+        if config.model == "packet" and config.buffers == "credit":
+            from .credits import CreditState
+
+            if link_src_eid is None:
+                raise ValueError("a credit-based network needs link_src_eid")
+            self.credits = CreditState(
+                topology, vcs=config.vcs, buffer_size=config.buffer_size, link_src_eid=link_src_eid
+            )
 
 
 @dataclass
