@@ -162,6 +162,7 @@ class _StateView:
         self.recomputes = st.recomputes
         self.touched = st.touched
         self.touched_max = st.touched_max
+        self.stalls = st.credits.stalls if st.credits is not None else 0
 
 
 __all__ = ["Network", "NetworkNode", "Router", "network_lookahead", "NODE_TYPE", "ROUTER_TYPE"]

@@ -103,6 +103,9 @@ class NetworkStats:
     flow_recomputes: int = 0
     flow_touched: int = 0
     flow_touched_max: int = 0
+    #: Credit-based flow control: times a chunk found no credit for its next buffer and
+    #: waited (in a router, or in its NIC).
+    credit_stalls: int = 0
 
     @property
     def link_utilization(self) -> np.ndarray:
@@ -163,4 +166,5 @@ def gather_stats(states: list[NetState], duration: float) -> NetworkStats:
         intra_node_messages=sum(s.intra_messages for s in states),
         flows=sum(s.flows for s in states), flow_recomputes=sum(s.recomputes for s in states),
         flow_touched=sum(s.touched for s in states), flow_touched_max=max(s.touched_max for s in states),
+        credit_stalls=sum(s.stalls for s in states),
     )
