@@ -52,7 +52,7 @@ class NetworkConfig:
         intra_node_bw: bandwidth of a copy between ranks of one node (bytes/s); ``None``
             takes the machine's memory bandwidth per node.
         intra_node_latency: latency of an intra-node copy (seconds).
-        buffers: packet model only: ``"infinite"`` (default: unbounded output queues, no
+        buffers: packet model only (the ideal model ignores it, the flow model refuses it): ``"infinite"`` (default: unbounded output queues, no
             back-pressure) or ``"credit"`` (finite input buffers per port and virtual
             channel, credit-based flow control, deadlock-free virtual channels).
         buffer_size: with ``buffers="credit"``: bytes of input buffer per port and virtual
@@ -130,9 +130,12 @@ class NetworkConfig:
                         f"with buffers='infinite'"
                     )
             return
-        if self.model != "packet":
+        # The ideal model ignores it, as it ignores chunk_size: a packet run's ideal baseline
+        # is its own config with model="ideal".
+        if self.model == "flow":
             raise NetworkConfigError(
-                f"buffers='credit' is an option of the packet model only, got it with model {self.model!r}"
+                "buffers='credit' is an option of the packet model only (the ideal model ignores it), "
+                "got it with model 'flow'"
             )
         try:
             b = DEFAULT_BUFFER if self.buffer_size is None else parse_bytes(self.buffer_size, what="buffer_size")
