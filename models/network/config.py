@@ -15,6 +15,19 @@ PLANNED_MODELS: tuple[str, ...] = ()
 #: any other value rather than silently ignoring it.
 DEFAULT_CHUNK = 4096
 
+#: Buffer models of the packet model: unbounded output queues, or finite input buffers with
+#: credit-based flow control.
+BUFFER_MODELS = ("infinite", "credit")
+
+#: Default input buffer per port and virtual channel with ``buffers="credit"`` (bytes): the
+#: global-channel buffer of the CODES dragonfly model's Cray XC (Aries) configuration
+#: (local 8 KiB, global 16 KiB). It covers the bandwidth-delay product plus one chunk on
+#: every preset, so a lone flow runs at full speed.
+DEFAULT_BUFFER = 16384
+
+#: The most virtual channels a port may have.
+MAX_VCS = 16
+
 
 class NetworkConfigError(TopologyError):
     """An invalid network configuration value."""
@@ -39,6 +52,13 @@ class NetworkConfig:
         intra_node_bw: bandwidth of a copy between ranks of one node (bytes/s); ``None``
             takes the machine's memory bandwidth per node.
         intra_node_latency: latency of an intra-node copy (seconds).
+        buffers: packet model only (the ideal model ignores it, the flow model refuses it): ``"infinite"`` (default: unbounded output queues, no
+            back-pressure) or ``"credit"`` (finite input buffers per port and virtual
+            channel, credit-based flow control, deadlock-free virtual channels).
+        buffer_size: with ``buffers="credit"``: bytes of input buffer per port and virtual
+            channel (default :data:`DEFAULT_BUFFER`); at least one chunk.
+        vcs: with ``buffers="credit"``: virtual channels per port; ``None`` (default) takes
+            the number the topology's routing needs for deadlock freedom, fewer is an error.
     """
 
     model: str = "packet"
@@ -48,6 +68,9 @@ class NetworkConfig:
     recv_overhead: float | str = 0.5e-6
     intra_node_bw: float | str | None = None
     intra_node_latency: float | str = 0.0
+    buffers: str = "infinite"
+    buffer_size: float | str | None = None
+    vcs: int | None = None
 
     def __post_init__(self) -> None:
         if self.model in PLANNED_MODELS:
@@ -88,9 +111,42 @@ class NetworkConfig:
                 raise NetworkConfigError(f"{name} must be >= 0 seconds, got {v!r}")
         if bw is not None and not bw > 0:
             raise NetworkConfigError(f"intra_node_bw must be > 0, got {self.intra_node_bw!r}")
+        self._check_buffers(int(c))
         object.__setattr__(self, "chunk_size", int(c))
         object.__setattr__(self, "flow_segment", seg)
         object.__setattr__(self, "send_overhead", float(o_s))
         object.__setattr__(self, "recv_overhead", float(o_r))
         object.__setattr__(self, "intra_node_latency", float(lat))
         object.__setattr__(self, "intra_node_bw", bw)
+
+    def _check_buffers(self, chunk: int) -> None:
+        if self.buffers not in BUFFER_MODELS:
+            raise NetworkConfigError(f"buffers {self.buffers!r} is unknown; valid: {', '.join(BUFFER_MODELS)}")
+        if self.buffers == "infinite":
+            for name in ("buffer_size", "vcs"):
+                if getattr(self, name) is not None:
+                    raise NetworkConfigError(
+                        f"{name} is an option of buffers='credit' only, got {name}={getattr(self, name)!r} "
+                        f"with buffers='infinite'"
+                    )
+            return
+        # The ideal model ignores it, as it ignores chunk_size: a packet run's ideal baseline
+        # is its own config with model="ideal".
+        if self.model == "flow":
+            raise NetworkConfigError(
+                "buffers='credit' is an option of the packet model only (the ideal model ignores it), "
+                "got it with model 'flow'"
+            )
+        try:
+            b = DEFAULT_BUFFER if self.buffer_size is None else parse_bytes(self.buffer_size, what="buffer_size")
+        except UnitError as exc:
+            raise NetworkConfigError(str(exc)) from None
+        if not (b >= chunk and float(b).is_integer()):
+            raise NetworkConfigError(
+                f"buffer_size must be a whole number of bytes >= chunk_size ({chunk}), got {self.buffer_size!r}: "
+                "a buffer smaller than one chunk can never accept one"
+            )
+        object.__setattr__(self, "buffer_size", int(b))
+        v = self.vcs
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_VCS):
+            raise NetworkConfigError(f"vcs must be an integer from 1 to {MAX_VCS} (or unset), got {v!r}")

@@ -27,6 +27,7 @@ from pdes import ConfigError, Simulator
 
 from ..topology import KIND_EJECT, KIND_INJECT, Topology
 from .config import NetworkConfig
+from .credits import CreditRouter
 from .flow import SOLVER_TYPE, FlowSolver
 from .node import NetworkNode
 from .router import Router
@@ -97,7 +98,9 @@ class Network:
         router_off = node_off + n
         v = topology.link_dst.astype(np.int64)
         link_dst_eid = np.where(v < n, node_off + v, router_off + (v - n))
-        self.state = NetState(topology, config, link_dst_eid=link_dst_eid, mem_bw=mem_bw)
+        u = topology.link_src.astype(np.int64)
+        link_src_eid = np.where(u < n, node_off + u, router_off + (u - n))
+        self.state = NetState(topology, config, link_dst_eid=link_dst_eid, mem_bw=mem_bw, link_src_eid=link_src_eid)
         self.router_rank = router_rank
         self.node_rank = router_rank[node_router]
         # The flow model's solver takes the id after the nodes (where routers would be).
@@ -108,8 +111,9 @@ class Network:
         )
         self.routers = []
         if packet:
+            router_cls = CreditRouter if self.state.credits is not None else Router
             self.routers = sim.add_entities(
-                Router, r, self, name=ROUTER_TYPE, placement=router_rank, group=lambda i: ("net", i),
+                router_cls, r, self, name=ROUTER_TYPE, placement=router_rank, group=lambda i: ("net", i),
             )
         self.node_offset = node_off
         self.solver: FlowSolver | None = None
@@ -158,6 +162,7 @@ class _StateView:
         self.recomputes = st.recomputes
         self.touched = st.touched
         self.touched_max = st.touched_max
+        self.stalls = st.credits.stalls if st.credits is not None else 0
 
 
 __all__ = ["Network", "NetworkNode", "Router", "network_lookahead", "NODE_TYPE", "ROUTER_TYPE"]

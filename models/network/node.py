@@ -59,6 +59,12 @@ class NetworkNode(Entity):
         self._adaptive = net.topology.is_adaptive
         self._n_nodes = net.topology.n_nodes
         self._keyed = net.topology.routing in net.topology.KEYED_ROUTINGS
+        # Credit-based flow control: the injection link's (link * nvc + vc) key the NIC
+        # waits on for credit, -1 when it does not wait.
+        self._cr = st.credits
+        self._stalled = -1
+        if self._cr is not None:
+            self._pump = self._pump_credit
 
     # -- hooks for the layers above ------------------------------------------------------
     def on_message(self, src: int, nbytes: int, payload: Any, job: int) -> None:
@@ -152,6 +158,8 @@ class NetworkNode(Entity):
         js[1] += nbytes * (len(route) - 2)
         js[2] += 1
         entry = [msg, route, nbytes, 0.0]
+        if self._cr is not None:
+            entry.append(self._cr.vcs_of(route))
         if st.o_s > 0.0:
             self.after(st.o_s, self._enqueue, entry)
         else:
@@ -211,13 +219,71 @@ class NetworkNode(Entity):
         else:
             self._pumping = False
 
+    def _pump_credit(self, prev: Any) -> None:
+        """:meth:`_pump` under credit-based flow control: the chunk at the head of the
+        round-robin queue goes only when the first router's input buffer (its VC) has room;
+        otherwise the NIC stalls until a credit comes back."""
+        q = self._txq
+        if prev is not None:
+            q.append(prev)
+        entry = q[0]
+        msg, route, rem, ready, vcs = entry
+        st = self._st
+        c = st.chunk
+        nb = c if rem > c else rem
+        l = route[0]
+        cs = self._cr
+        k = l * cs.nvc + vcs[0]
+        if cs.credit[k] < nb:
+            self._stalled = k
+            cs.stalls += 1
+            return
+        q.popleft()
+        cs.credit[k] -= nb
+        now = self.sim.now
+        if now - ready > st.maxq[l]:
+            st.maxq[l] = now - ready
+        ser = nb / st.bw[l]
+        end = now + ser
+        st.free[l] = end
+        st.bytes[l] += nb
+        st.busy[l] += ser
+        st.chunks += 1
+        lat = st.lat[l]
+        self.send(st.dst_eid[l], "chunk", (route, 1, nb, end + lat, msg, vcs), lat)
+        rem -= nb
+        if rem > 0:
+            entry[2] = rem
+            entry[3] = end
+            self.after(ser, self._pump, entry)
+            return
+        if msg[5]:
+            self.after(ser, self._sent, msg)
+        if q:
+            self.after(ser, self._pump, None)
+        else:
+            self._pumping = False
+
+    def credit(self, d: tuple) -> None:
+        """Credit-based flow control: ``nb`` bytes of the first router's input buffer (VC
+        key ``k``) are free again; a stalled NIC resumes if its chunk now fits."""
+        k, nb = d
+        cs = self._cr
+        cs.credit[k] += nb
+        if self._stalled == k:
+            rem = self._txq[0][2]
+            c = self._st.chunk
+            if cs.credit[k] >= (c if rem > c else rem):
+                self._stalled = -1
+                self._pump(None)
+
     def _sent(self, msg: tuple) -> None:
         self.on_sent(msg[4], msg[3])
 
     # -- receiving (packet model) --------------------------------------------------------------
     def chunk(self, d: tuple) -> None:
         """A chunk's head reached this NIC (the last hop); its tail arrives at ``d[3]``."""
-        _, _, nb, tail, msg = d
+        nb, tail, msg = d[2], d[3], d[4]
         total = msg[2]
         if nb < total:
             rx = self._rx

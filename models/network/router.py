@@ -6,7 +6,7 @@ starts on its next port at ``max(t, next_free, tail - c/B)`` (the last term: it 
 finishes before its tail has arrived from a slower previous hop), occupies the port for c/B,
 and its head reaches the next vertex L later. Buffers are unbounded: there is no credit
 back-pressure, so congestion shows as queueing delay at the congested port rather than as
-stalls that spread upstream.
+stalls that spread upstream (:mod:`models.network.credits` has the finite-buffer router).
 
 The queueing delay recorded per port (``NetworkStats.link_max_queue``) is the time a chunk
 waits for the port to become free, ``next_free - max(t, tail - c/B)`` when positive; waiting

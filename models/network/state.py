@@ -19,7 +19,15 @@ from .config import NetworkConfig
 class NetState:
     """Link tables and per-rank counters of a network (one per simulation per rank)."""
 
-    def __init__(self, topology: Topology, config: NetworkConfig, *, link_dst_eid: np.ndarray, mem_bw: float):
+    def __init__(
+        self,
+        topology: Topology,
+        config: NetworkConfig,
+        *,
+        link_dst_eid: np.ndarray,
+        mem_bw: float,
+        link_src_eid: np.ndarray | None = None,
+    ):
         t = topology
         self.topology = t
         self.config = config
@@ -53,6 +61,16 @@ class NetState:
         self.recomputes = 0
         self.touched = 0
         self.touched_max = 0
+        # Credit-based flow control (None: infinite buffers).
+        self.credits = None
+        if config.model == "packet" and config.buffers == "credit":
+            from .credits import CreditState
+
+            if link_src_eid is None:
+                raise ValueError("a credit-based network needs link_src_eid")
+            self.credits = CreditState(
+                topology, vcs=config.vcs, buffer_size=config.buffer_size, link_src_eid=link_src_eid
+            )
 
 
 @dataclass
@@ -85,6 +103,9 @@ class NetworkStats:
     flow_recomputes: int = 0
     flow_touched: int = 0
     flow_touched_max: int = 0
+    #: Credit-based flow control: times a chunk found no credit for its next buffer and
+    #: waited (in a router, or in its NIC).
+    credit_stalls: int = 0
 
     @property
     def link_utilization(self) -> np.ndarray:
@@ -145,4 +166,5 @@ def gather_stats(states: list[NetState], duration: float) -> NetworkStats:
         intra_node_messages=sum(s.intra_messages for s in states),
         flows=sum(s.flows for s in states), flow_recomputes=sum(s.recomputes for s in states),
         flow_touched=sum(s.touched for s in states), flow_touched_max=max(s.touched_max for s in states),
+        credit_stalls=sum(s.stalls for s in states),
     )

@@ -632,6 +632,11 @@ class Experiment:
             d["network"]["intra_node_bw"] = net.intra_node_bw
         if net.flow_segment is not None:
             d["network"]["flow_segment"] = net.flow_segment
+        if net.buffers != "infinite":
+            d["network"]["buffers"] = net.buffers
+            d["network"]["buffer_size"] = net.buffer_size
+            if net.vcs is not None:
+                d["network"]["vcs"] = net.vcs
         d["workload"] = self.workload.to_dict()
         d["apps"] = [a.to_dict() for a in self.apps]
         if self.foreground:

@@ -38,7 +38,7 @@ TABLE_CLASSES = {
     "output": OutputSpec,
 }
 NETWORK_KEYS = ("model", "chunk_size", "flow_segment", "send_overhead", "recv_overhead", "intra_node_bw",
-                "intra_node_latency")
+                "intra_node_latency", "buffers", "buffer_size", "vcs")
 
 
 def default_experiment_text() -> str:

@@ -67,7 +67,7 @@ TOP_KEYS = ("study", "machine", "network", "foreground", "background", "workload
 STUDY_KEYS = ("name", "mode", "k", "seeds", "allocator", "allocator_options", "ranks_per_node", "mapping",
               "hot_links", "end_time", "parallel", "eager_threshold", "algorithms", "order", "backfill")
 NETWORK_KEYS = ("model", "chunk_size", "flow_segment", "send_overhead", "recv_overhead", "intra_node_bw",
-                "intra_node_latency")
+                "intra_node_latency", "buffers", "buffer_size", "vcs")
 #: Largest number of background jobs in one run (job ids are packed below 2**16 per round).
 MAX_K = 4096
 
@@ -470,6 +470,10 @@ class InterferenceStudy:
             network["intra_node_bw"] = net.intra_node_bw
         if net.flow_segment is not None:
             network["flow_segment"] = net.flow_segment
+        if net.buffers != "infinite":
+            network.update(buffers=net.buffers, buffer_size=net.buffer_size)
+            if net.vcs is not None:
+                network["vcs"] = net.vcs
         d: dict[str, Any] = {"study": st, "machine": machine_dict(self.machine), "network": network,
                              "foreground": self.foreground.to_dict()}
         if self.background:

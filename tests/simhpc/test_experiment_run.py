@@ -296,6 +296,18 @@ ranks_per_node = 1
     np.testing.assert_allclose(j["app_run"], j["ideal_run"], rtol=1e-12)
 
 
+def test_an_experiment_runs_with_credit_flow_control():
+    text = SMALL.replace('chunk_size = "8KiB"', 'chunk_size = "8KiB"\nbuffers = "credit"\nbuffer_size = "16KiB"')
+    exp = loads(text, overrides=["workload.jobs=4"])
+    assert (exp.network.buffers, exp.network.buffer_size, exp.network.vcs) == ("credit", 16384, None)
+    assert loads(dumps(exp)).network == exp.network  # the buffer keys survive a round trip
+    j = run_experiment(exp, comm=None, progress=False).jobs
+    assert (j["status"] == "completed").all()
+    # The ideal baseline ignores the buffers (apps without a runtime of their own are NaN).
+    m = np.isfinite(j["ideal_run"])
+    assert m.any() and (j["app_run"][m] >= j["ideal_run"][m]).all()
+
+
 def test_an_experiment_runs_on_the_flow_model_between_ideal_and_packet():
     text = SMALL.replace('model = "packet"\nchunk_size = "8KiB"', 'model = "flow"\nflow_segment = "256KiB"')
     exp = loads(text, overrides=["workload.jobs=10"])

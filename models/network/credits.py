@@ -1,0 +1,238 @@
+"""Credit-based flow control of the packet model: virtual channels and credit routers.
+
+With ``NetworkConfig(buffers="credit")`` every router input port has one buffer of
+``buffer_size`` bytes per virtual channel (VC). The sender of a link (a NIC or a router)
+holds one credit counter per VC of the link, initially the buffer size: a chunk of ``c``
+bytes may start on the link only when its VC has ``c`` bytes of credit, and takes them. The
+chunk holds its place in the downstream input buffer until its tail has left that router on
+its next link; the credit then travels back over the link, arriving one link latency later.
+Ejection links (into a NIC) are never throttled: the NIC sinks at line rate.
+
+A chunk that finds no credit waits in a FIFO per (output link, VC) of the router (or in the
+NIC's injection queue) while still holding its own input buffer: back-pressure spreads
+upstream hop by hop, and chunks of other flows sharing those buffers wait with it (tree
+saturation). Chunks of other VCs on the same port pass: a blocked VC never blocks another.
+
+Deadlock freedom by construction: each hop's VC comes from the route (:func:`vc_plan`) so
+that the channel dependency graph over (link, VC) buffers is acyclic.
+
+* **Fat-trees**: routes go up, then down; every dependency goes from a link to one a level
+  higher on the way up or lower on the way down, so one VC suffices.
+* **Tori** (dimension-order routing): dimensions are crossed in order, so dependencies only
+  run from a lower dimension to a higher one; inside a ring of ``k > 2`` routers a route
+  uses VC 0 until it crosses the ring's dateline (the wrap-around link) and VC 1 from that
+  hop on, and a minimal route never crosses the dateline twice (two VCs when a wrapped
+  dimension has more than two routers; meshes need one).
+* **Dragonflies**: a hop's VC is the number of global links the route has taken before it.
+  Local routes inside a group are acyclic by themselves (one hop in flat groups; row, then
+  column in cascade groups), so dependencies only run local(v) -> global(v) -> local(v+1):
+  minimal routes need two VCs, Valiant and UGAL (which may take a Valiant route) three.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from pdes import Entity
+
+from ..topology import KIND_EJECT, KIND_GLOBAL, Dragonfly, FatTree, Topology, Torus
+from .config import MAX_VCS, NetworkConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .network import Network
+
+
+def vc_plan(topology: Topology) -> tuple[int, Callable[[tuple[int, ...]], tuple[int, ...]], str]:
+    """``(vcs needed, route -> VC per hop, why)`` for deadlock-free routing on ``topology``.
+
+    The VC tuple is parallel to the route (injection link first, ejection link last; both
+    on VC 0). ``why`` names the rule, for error messages.
+    """
+    if isinstance(topology, FatTree):
+        return 1, lambda route: (0,) * len(route), f"up/down routing on a fattree ({topology.routing!r})"
+    if isinstance(topology, Torus):
+        return _torus_plan(topology)
+    if isinstance(topology, Dragonfly):
+        return _dragonfly_plan(topology)
+    raise NetworkConfigError(
+        f"buffers='credit' has no deadlock-free virtual-channel rule for a {topology.name}; "
+        "valid topologies: fattree, torus, dragonfly"
+    )
+
+
+def _torus_plan(t: Torus) -> tuple[int, Callable, str]:
+    D = t.n_dims
+    s2l = np.asarray(t._s2l)
+    slots = np.flatnonzero(s2l >= 0)
+    links = s2l[slots]
+    router, dim, direction = slots // (2 * D), (slots // 2) % D, slots % 2
+    x = t.coords_of_router(router)[np.arange(len(slots)), dim]
+    k = np.asarray(t.dims)[dim]
+    wrapped = np.asarray(t.wrap)[dim]
+    # The dateline of a ring is its wrap-around link in each direction (k-1 -> 0 going +,
+    # 0 -> k-1 going -). A ring of two routers needs none: a route crosses it in one hop.
+    dateline = wrapped & (k > 2) & np.where(direction == 0, x == k - 1, x == 0)
+    ldim = [-1] * t.n_links
+    lwrap = [False] * t.n_links
+    for l, d, w in zip(links.tolist(), dim.tolist(), dateline.tolist()):
+        ldim[l] = d
+        lwrap[l] = w
+
+    def vcs(route: tuple[int, ...]) -> tuple[int, ...]:
+        out = [0]
+        cur, v = -1, 0
+        for l in route[1:-1]:
+            d = ldim[l]
+            if d != cur:
+                cur, v = d, 0
+            if lwrap[l]:
+                v = 1
+            out.append(v)
+        out.append(0)
+        return tuple(out)
+
+    need = 2 if any(w and kk > 2 for w, kk in zip(t.wrap, t.dims)) else 1
+    why = "dimension-order routing on a torus with wrap-around (dateline)" if need == 2 else "dimension-order routing on a mesh"
+    return need, vcs, why
+
+
+def _dragonfly_plan(t: Dragonfly) -> tuple[int, Callable, str]:
+    glob = (np.asarray(t.link_kind) == KIND_GLOBAL).tolist()
+
+    def vcs(route: tuple[int, ...]) -> tuple[int, ...]:
+        out = []
+        v = 0
+        for l in route:
+            out.append(v)
+            if glob[l]:
+                v += 1
+        out[-1] = 0
+        return tuple(out)
+
+    g = t.n_groups
+    if g <= 1:
+        need = 1
+    elif t.routing == "minimal" or g <= 2:
+        need = 2
+    else:
+        need = 3
+    return need, vcs, f"{t.routing!r} routing on a dragonfly (one VC per global hop taken)"
+
+
+class CreditState:
+    """Per-rank credit counters, wait queues and VC assignment of a credit-based network."""
+
+    def __init__(self, topology: Topology, *, vcs: int | None, buffer_size: int, link_src_eid: np.ndarray):
+        need, fn, why = vc_plan(topology)
+        if vcs is None:
+            vcs = need
+        elif vcs < need:
+            raise NetworkConfigError(
+                f"vcs = {vcs} is too few virtual channels for deadlock freedom: {why} needs {need}; "
+                f"valid: an integer from {need} to {MAX_VCS}, or leave vcs unset"
+            )
+        self.nvc = vcs
+        self.need = need
+        self._fn = fn
+        self._cache: dict[tuple[int, ...], tuple[int, ...]] = {}
+        # Credits per (link, VC) at the link's sender; ejection links are never throttled.
+        eject = (np.asarray(topology.link_kind) == KIND_EJECT).tolist()
+        credit: list[float] = []
+        inf = float("inf")
+        for e in eject:
+            credit.extend([inf if e else float(buffer_size)] * vcs)
+        self.credit = credit
+        # (link * nvc + vc) -> deque of (chunk data, arrival time), present only while non-empty.
+        self.waitq: dict[int, deque] = {}
+        self.src_eid: list[int] = link_src_eid.tolist()
+        self.stalls = 0
+
+    def vcs_of(self, route: tuple[int, ...]) -> tuple[int, ...]:
+        """The VC of every hop of ``route`` (cached per route)."""
+        v = self._cache.get(route)
+        if v is None:
+            v = self._fn(route)
+            if max(v) >= self.nvc:  # pragma: no cover - vc_plan's need bounds every route
+                raise RuntimeError(f"route {route} needs VC {max(v)} but the network has {self.nvc}")
+            if len(self._cache) < 1 << 16:
+                self._cache[route] = v
+        return v
+
+
+class CreditRouter(Entity):
+    """A switch with finite input buffers per VC and credit-based flow control.
+
+    The per-hop timing is the infinite-buffer router's (``max(t, next_free, tail - c/B)``
+    plus serialisation and latency), with ``t`` the time the chunk got its credit.
+    """
+
+    def __init__(self, net: "Network"):
+        self.net = net
+        self._st = net.state
+        self._cr = net.state.credits
+
+    def chunk(self, d: tuple) -> None:
+        """The head of a chunk arrived: send it on if its next buffer has room, else queue it."""
+        l = d[0][d[1]]
+        cs = self._cr
+        k = l * cs.nvc + d[5][d[1]]
+        nb = d[2]
+        now = self.sim.now
+        credit = cs.credit
+        if credit[k] < nb or k in cs.waitq:
+            q = cs.waitq.get(k)
+            if q is None:
+                q = cs.waitq[k] = deque()
+            q.append((d, now))
+            cs.stalls += 1
+            return
+        credit[k] -= nb
+        self._forward(d, l, now, now)
+
+    def credit(self, d: tuple) -> None:
+        """``nb`` bytes of buffer freed downstream of (link, VC) ``k``: release waiting chunks."""
+        k, nb = d
+        cs = self._cr
+        c = cs.credit[k] + nb
+        q = cs.waitq.get(k)
+        if q is not None:
+            now = self.sim.now
+            while q:
+                dd, arrived = q[0]
+                if c < dd[2]:
+                    break
+                q.popleft()
+                c -= dd[2]
+                self._forward(dd, dd[0][dd[1]], now, arrived)
+            if not q:
+                del cs.waitq[k]
+        cs.credit[k] = c
+
+    def _forward(self, d: tuple, l: int, now: float, arrived: float) -> None:
+        route, hop, nb, tail, msg, vcs = d
+        st = self._st
+        ser = nb / st.bw[l]
+        ready = tail - ser
+        if ready < arrived:
+            ready = arrived
+        start = ready if ready > now else now
+        f = st.free[l]
+        if f > start:
+            start = f
+        # Queueing delay: the wait for credit and for a busy port (not for the own tail).
+        if start - ready > st.maxq[l]:
+            st.maxq[l] = start - ready
+        end = start + ser
+        st.free[l] = end
+        st.bytes[l] += nb
+        st.busy[l] += ser
+        lat = st.lat[l]
+        self.send(st.dst_eid[l], "chunk", (route, hop + 1, nb, end + lat, msg, vcs), (start - now) + lat)
+        # The input buffer it held is free once its tail has left: the credit goes back over
+        # the incoming link (>= the lookahead whenever that link joins two routers).
+        lp = route[hop - 1]
+        cs = self._cr
+        self.send(cs.src_eid[lp], "credit", (lp * cs.nvc + vcs[hop - 1], nb), (end - now) + st.lat[lp])
