@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,12 +37,14 @@ SOLVER_TYPE = "flow_solver"
 
 
 class _Flow:
-    """One message in flight: its current segment's route, bytes and rate."""
+    """One message in flight: its current segment's route and bytes. Its rate, the bytes
+    still to go and its version live in the solver's arrays, at row ``slot``."""
 
-    __slots__ = ("fid", "msg", "dst", "route", "restricted", "extra", "size", "left", "rem", "rate", "t", "ver")
+    __slots__ = ("fid", "slot", "msg", "dst", "route", "restricted", "extra", "size", "left")
 
     def __init__(self, fid: int, msg: tuple, dst: int, route: tuple, restricted: bool, extra: float):
         self.fid = fid
+        self.slot = -1
         self.msg = msg
         self.dst = dst
         self.route = route
@@ -51,10 +52,6 @@ class _Flow:
         self.extra = extra  # latency of the chosen route beyond the one the NIC paid
         self.size = 0  # bytes of the current segment
         self.left = msg[2]  # bytes not yet in a segment
-        self.rem = 0.0  # bytes of the current segment still to go, as of time t
-        self.rate = 0.0
-        self.t = 0.0
-        self.ver = 0  # bumped on every rate change: older completion entries are stale
 
 
 class FlowSolver(Entity):
@@ -78,6 +75,19 @@ class FlowSolver(Entity):
         self._resolving = False
         self._due: list[tuple[float, int, int]] = []  # (finish, fid, version)
         self._wakes: list[float] = []  # times of the wake-ups already scheduled
+        # The flows in flight as rows of arrays, so that a recomputation gathers its
+        # components, their incidence and their new rates with numpy. A row's route is padded
+        # with the sentinel link ``n_links`` (never carrying a flow); free rows are reused
+        # last-freed first.
+        self._nl = len(self._cap)
+        self._routes = np.full((64, 8), self._nl, dtype=np.int64)
+        self._rate = np.zeros(64)
+        self._rem = np.zeros(64)  # bytes of the current segment still to go, as of _t
+        self._t = np.zeros(64)
+        self._ver = np.zeros(64, dtype=np.int64)  # bumped on every rate change: older due entries are stale
+        self._fid_of = np.full(64, -1, dtype=np.int64)
+        self._alive = np.zeros(64, dtype=bool)
+        self._free = list(range(63, -1, -1))
 
     # -- services ----------------------------------------------------------------------------
     def flow_start(self, d: tuple) -> None:
@@ -110,7 +120,7 @@ class FlowSolver(Entity):
         while due and due[0][0] <= now:
             _, fid, ver = heapq.heappop(due)
             f = flows.get(fid)
-            if f is None or f.ver != ver:
+            if f is None or self._ver[f.slot] != ver:
                 continue
             self._segment_done(f, changed)
         starts = self._starts
@@ -120,7 +130,8 @@ class FlowSolver(Entity):
                 self._start(d, changed)
         if changed:
             self._recompute(changed, now)
-        while due and (flows.get(due[0][1]) is None or flows[due[0][1]].ver != due[0][2]):
+        vers = self._ver
+        while due and (flows.get(due[0][1]) is None or vers[flows[due[0][1]].slot] != due[0][2]):
             heapq.heappop(due)
         if due and (not wakes or wakes[0] > due[0][0]):
             top = due[0][0]
@@ -151,16 +162,42 @@ class FlowSolver(Entity):
             self._complete(f)
             return
         self._flows[f.fid] = f
+        if not self._free:
+            self._grow_rows()
+        f.slot = slot = self._free.pop()
+        self._fid_of[slot] = f.fid
+        self._alive[slot] = True
         self._next_segment(f, changed)
+
+    def _grow_rows(self) -> None:
+        n = len(self._rate)
+        self._routes = np.concatenate([self._routes, np.full_like(self._routes, self._nl)])
+        for name in ("_rate", "_rem", "_t", "_ver", "_fid_of", "_alive"):
+            a = getattr(self, name)
+            setattr(self, name, np.concatenate([a, np.zeros_like(a)]))
+        self._fid_of[n:] = -1
+        self._free.extend(range(2 * n - 1, n - 1, -1))
+
+    def _set_route(self, f: _Flow) -> None:
+        r = f.route
+        routes = self._routes
+        if len(r) > routes.shape[1]:
+            pad = np.full((len(routes), len(r) - routes.shape[1]), self._nl, dtype=np.int64)
+            routes = self._routes = np.concatenate([routes, pad], axis=1)
+        row = routes[f.slot]
+        row[:] = self._nl
+        row[:len(r)] = r
 
     def _next_segment(self, f: _Flow, changed: set[int]) -> None:
         size = f.left if f.left <= self._seg else self._seg
         f.left -= size
         f.size = size
-        f.rem = float(size)
-        f.rate = 0.0
-        f.t = self.sim.now
-        f.ver += 1
+        slot = f.slot
+        self._rem[slot] = float(size)
+        self._rate[slot] = 0.0
+        self._t[slot] = self.sim.now
+        self._ver[slot] += 1
+        self._set_route(f)
         self._st.flows += 1
         on_link = self._on_link
         for l in f.route:
@@ -188,6 +225,11 @@ class FlowSolver(Entity):
             self._next_segment(f, changed)
             return
         del self._flows[f.fid]
+        slot = f.slot
+        self._alive[slot] = False
+        self._fid_of[slot] = -1
+        self._routes[slot] = self._nl
+        self._free.append(slot)
         self._complete(f)
 
     def _complete(self, f: _Flow) -> None:
@@ -201,57 +243,89 @@ class FlowSolver(Entity):
     def _recompute(self, changed: set[int], now: float) -> None:
         """New rates for every flow connected to ``changed`` links through shared links:
         each connected component of them solved on its own (in one vectorised pass)."""
-        flows = self._flows
         on_link = self._on_link
-        seen: set[int] = set()
-        label: dict[int, int] = {}
         st = self._st
+        label = np.full(len(self._rate), -1, dtype=np.int64)  # component of each row, -1: untouched
         n_comp = 0
         for seed in sorted(changed):
-            if seed in seen or seed not in on_link:
+            if seed not in on_link or label[self._flows[next(iter(on_link[seed]))].slot] >= 0:
                 continue
-            seen.add(seed)
-            stack = [seed]
-            size = 0
-            while stack:
-                for fid in on_link[stack.pop()]:
-                    if fid not in label:
-                        label[fid] = n_comp
-                        size += 1
-                        for l in flows[fid].route:
-                            if l not in seen:
-                                seen.add(l)
-                                stack.append(l)
+            rows = self._component(seed)
+            label[rows] = n_comp
             n_comp += 1
-            st.touched += size
-            if size > st.touched_max:
-                st.touched_max = size
-        if not label:
+            st.touched += len(rows)
+            if len(rows) > st.touched_max:
+                st.touched_max = len(rows)
+        if not n_comp:
             return
         st.recomputes += n_comp
-        order = sorted(label)
-        fl = [flows[i] for i in order]
-        c = len(fl)
-        comp = np.fromiter((label[i] for i in order), dtype=np.int64, count=c)
-        lens = np.fromiter((len(f.route) for f in fl), dtype=np.int64, count=c)
-        ptr = np.zeros(c + 1, dtype=np.int64)
-        np.cumsum(lens, out=ptr[1:])
-        links = np.fromiter(chain.from_iterable(f.route for f in fl), dtype=np.int64, count=int(ptr[-1]))
-        uniq, inv = np.unique(links, return_inverse=True)
-        rate = maxmin_rates(ptr, inv.astype(np.int64, copy=False), self._cap[uniq], comp)
+        sel = np.flatnonzero(label >= 0)
+        sub = self._routes[sel]
+        real = sub < self._nl
+        ptr = np.zeros(len(sel) + 1, dtype=np.int64)
+        np.cumsum(real.sum(axis=1), out=ptr[1:])
+        uniq, inv = np.unique(sub[real], return_inverse=True)
+        rate = maxmin_rates(ptr, inv.astype(np.int64, copy=False), self._cap[uniq], label[sel])
+        old = self._rate[sel]
+        moved = rate != old  # the others' completion entries still hold
+        if not moved.any():
+            return
+        rows = sel[moved]
+        r = rate[moved]
+        rem = self._rem[rows] - old[moved] * (now - self._t[rows])
+        np.maximum(rem, 0.0, out=rem)
+        self._rem[rows] = rem
+        self._t[rows] = now
+        self._rate[rows] = r
+        self._ver[rows] += 1
+        finish = now + rem / r
         due = self._due
-        for i, r in enumerate(rate.tolist()):
-            f = fl[i]
-            if r == f.rate:
-                continue  # its completion entry still holds
-            rem = f.rem - f.rate * (now - f.t)
-            if rem < 0.0:
-                rem = 0.0
-            f.rem = rem
-            f.t = now
-            f.rate = r
-            f.ver += 1
-            heapq.heappush(due, (now + rem / r, f.fid, f.ver))
+        push = heapq.heappush
+        for t, fid, ver in zip(finish.tolist(), self._fid_of[rows].tolist(), self._ver[rows].tolist()):
+            push(due, (t, fid, ver))
+
+    def _component(self, seed: int) -> np.ndarray:
+        """The rows of the flows connected to link ``seed`` through shared links: a walk over
+        the link sets for a small component, numpy sweeps over every flow in flight once it
+        has grown past ``_WALK`` flows."""
+        on_link = self._on_link
+        flows = self._flows
+        seen = {seed}
+        stack = [seed]
+        got: set[int] = set()
+        while stack:
+            for fid in on_link[stack.pop()]:
+                if fid not in got:
+                    got.add(fid)
+                    for l in flows[fid].route:
+                        if l not in seen:
+                            seen.add(l)
+                            stack.append(l)
+            if len(got) > _WALK:
+                return self._sweep(seed)
+        return np.fromiter((flows[fid].slot for fid in got), dtype=np.int64, count=len(got))
+
+    def _sweep(self, seed: int) -> np.ndarray:
+        """``_component`` by sweeps: mark the flows on marked links, then their links, until
+        nothing new is marked."""
+        routes = self._routes
+        alive = np.flatnonzero(self._alive)
+        sub = routes[alive]
+        mark = np.zeros(self._nl + 1, dtype=bool)
+        mark[seed] = True
+        n_marked = 1
+        while True:
+            hit = mark[sub].any(axis=1)
+            mark[sub[hit]] = True
+            mark[self._nl] = False
+            n = int(np.count_nonzero(mark))
+            if n == n_marked:
+                return alive[hit]
+            n_marked = n
+
+
+#: Largest component found by walking the link sets before switching to numpy sweeps.
+_WALK = 64
 
 
 __all__ = ["FlowSolver", "SOLVER_TYPE"]

@@ -57,15 +57,18 @@ def maxmin_rates(ptr: np.ndarray, idx: np.ndarray, cap: np.ndarray, comp: np.nda
         used = n > 0
         share = np.full(k, np.inf)
         share[used] = rc[used] / n[used]
-        delta = np.full(n_comp, np.inf)
-        np.minimum.at(delta, link_comp[used], share[used])
+        if n_comp == 1:
+            delta = share[used].min(keepdims=True)
+        else:
+            delta = np.full(n_comp, np.inf)
+            np.minimum.at(delta, link_comp[used], share[used])
         going = np.isfinite(delta)
         level[going] += delta[going]
         d = delta[link_comp]
         rc[used] -= n[used] * d[used]
         sat = used & (share <= d * (1.0 + _TIE))
         rc[sat] = 0.0
-        frozen = np.unique(inc_owner[sat[inc]])
+        frozen = inc_owner[sat[inc]]  # repeats are harmless: the same value is written
         rate[frozen] = level[comp[frozen]]
         active[frozen] = False
         keep = active[inc_owner]

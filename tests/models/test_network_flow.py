@@ -294,3 +294,19 @@ def test_an_app_on_the_flow_model_lies_between_ideal_and_packet(machine, name, r
     # Deterministic.
     again = run_app(machine, name, ranks, ranks_per_node=1, network="flow", seed=5, placement=placement, comm=None, **args)
     assert again.runtime == flow
+
+
+@pytest.mark.parametrize("walk", [0, 10_000])
+def test_components_found_by_sweeps_or_by_walking_agree(monkeypatch, walk):
+    # Components above a size are found by numpy sweeps over the flows in flight, smaller
+    # ones by walking the link sets: either way, the same rates, deliveries and counts.
+    import models.network.flow as flow
+
+    kw = dict(ranks_per_node=1, network="flow", placement="random", seed=2, iters=2, comm=None, along="x,y")
+    ref = run_app("tiny-dragonfly", "sub-a2a", 64, **kw)
+    monkeypatch.setattr(flow, "_WALK", walk)
+    got = run_app("tiny-dragonfly", "sub-a2a", 64, **kw)
+    assert ref.net.flow_touched_max > 64 or walk  # the default switches to sweeps in this run
+    assert (got.runtime, got.events) == (ref.runtime, ref.events)
+    assert (got.net.flow_touched, got.net.flow_touched_max) == (ref.net.flow_touched, ref.net.flow_touched_max)
+    assert got.net.link_bytes.tolist() == ref.net.link_bytes.tolist()
