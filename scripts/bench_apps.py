@@ -6,7 +6,14 @@ Configurations, each run ``--rounds`` times, interleaved, in fresh processes:
 * ``ideal``: the ideal network model, sequential -- the named baseline (no routers, no
   contention: the same MPI traffic with the cheapest transport);
 * ``packet``: the packet model, sequential (the goal: under 60 s on a 2-core machine);
+* ``flow``: the flow model, sequential, side by side with the packet model (``cpu vs
+  packet``: its CPU seconds over the packet model's);
 * ``packet P=2``: the packet model under ``mpirun -n 2``.
+
+``--app``, ``--placement`` and ``--args`` (a JSON object of app arguments) run another app:
+``--app stencil3d --machine fattree44 --ranks 10648 --iters 1`` is a filled fat-tree.
+``--quick`` is one round without the P=2 run. CPU seconds are the child's user + system
+time (every process of an mpirun); ``us/msg`` is run CPU per message sent.
 
 Wall time is the simulation run (``Simulator.run``, the slowest rank); ``setup`` is building
 the machine, the network and the job. Events per second = simulated events / run wall time.
@@ -20,7 +27,9 @@ The last line of output is one JSON object.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import sys
 import time
 
@@ -36,8 +45,13 @@ def worker(a: argparse.Namespace) -> None:
 
     comm = world_comm()
     machine = get_machine(a.machine)
-    res = run_app(machine, "allreduce", a.ranks, ranks_per_node=1, network=a.network, seed=a.seed, comm=comm,
-                  iters=a.iters, nbytes=a.nbytes)
+    app_args = {"iters": a.iters, **json.loads(a.args)}
+    if a.app == "allreduce":
+        app_args.setdefault("nbytes", a.nbytes)
+    c0 = time.process_time()
+    res = run_app(machine, a.app, a.ranks, ranks_per_node=1, network=a.network, seed=a.seed, comm=comm,
+                  placement=a.placement, app_args=app_args)
+    run_cpu = time.process_time() - c0
     total = time.perf_counter() - t0
     if comm is not None and comm.rank != 0:
         return
@@ -45,17 +59,24 @@ def worker(a: argparse.Namespace) -> None:
         "network": a.network, "sim_ranks": res.sim_ranks, "wall_s": res.wall_s, "total_s": total,
         "setup_s": total - res.wall_s, "events": res.events, "runtime": res.runtime, "bytes_sent": res.bytes_sent,
         "messages": res.messages, "windows": res.stats.windows, "remote_events": res.stats.remote_events,
+        "run_cpu_s": run_cpu, "flows": res.net.flows, "flow_recomputes": res.net.flow_recomputes,
+        "flow_touched": res.net.flow_touched, "flow_touched_max": res.net.flow_touched_max,
     })
 
 
 def run_one(network: str, procs: int, a: argparse.Namespace) -> dict:
     args = [os.path.abspath(__file__), "--worker", "--network", network, "--machine", a.machine, "--ranks", str(a.ranks),
-            "--nbytes", str(a.nbytes), "--iters", str(a.iters), "--seed", str(a.seed)]
+            "--nbytes", str(a.nbytes), "--iters", str(a.iters), "--seed", str(a.seed), "--app", a.app,
+            "--placement", a.placement, "--args", a.args]
     if procs > 1:
         cmd = [h.require_mpirun("bench_apps"), "-n", str(procs), sys.executable, *args]
     else:
         cmd = [sys.executable, *args]
-    return h.run_json(cmd, script="bench_apps")
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    res = h.run_json(cmd, script="bench_apps")
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    res["cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    return res
 
 
 def main() -> None:
@@ -64,6 +85,11 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=8192)
     ap.add_argument("--nbytes", type=int, default=1024)
     ap.add_argument("--iters", type=int, default=1)
+    ap.add_argument("--app", default="allreduce", help="the app (default: allreduce)")
+    ap.add_argument("--placement", default="contiguous", help="contiguous or random (default: contiguous)")
+    ap.add_argument("--args", default="{}", help="more app arguments as a JSON object, e.g. '{\"nbytes\": 4096}'")
+    ap.add_argument("--quick", action="store_true", help="one round, no mpirun -n 2 run")
+    ap.add_argument("--no-flow", action="store_true", help="skip the flow model")
     ap.add_argument("--no-parallel", action="store_true", help="skip the mpirun -n 2 configuration")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--network", default="packet", help=argparse.SUPPRESS)
@@ -71,7 +97,11 @@ def main() -> None:
     if a.worker:
         worker(a)
         return
+    if a.quick:
+        a.rounds, a.no_parallel = 1, True
     configs = [("ideal", "ideal", 1), ("packet", "packet", 1)]
+    if not a.no_flow:
+        configs.append(("flow", "flow", 1))
     if not a.no_parallel:
         configs.append(("packet P=2", "packet", 2))
     runs: dict[str, list[dict]] = {name: [] for name, _, _ in configs}
@@ -80,29 +110,43 @@ def main() -> None:
             r = run_one(network, procs, a)
             runs[name].append(r)
             print(f"  round {rnd + 1}/{a.rounds} {name:>11}: {r['events']:>9} events, run {r['wall_s']:7.2f} s, "
-                  f"set-up {r['setup_s']:5.2f} s", file=sys.stderr)
-    med = {k: {f: h.median(x[f] for x in v) for f in ("wall_s", "setup_s", "total_s")} for k, v in runs.items()}
+                  f"set-up {r['setup_s']:5.2f} s, cpu {r['cpu_s']:7.2f} s", file=sys.stderr)
+    med = {k: {f: h.median(x[f] for x in v) for f in ("wall_s", "setup_s", "total_s", "cpu_s", "run_cpu_s")}
+           for k, v in runs.items()}
     last = {k: v[-1] for k, v in runs.items()}
     rate = {k: last[k]["events"] / med[k]["wall_s"] for k in runs}
     cores = os.cpu_count() or 1
-    print(f"allreduce of {a.nbytes} B x {a.iters} on {a.ranks} ranks (one per node) of {a.machine}; "
-          f"median of {a.rounds} rounds; {cores} cores")
-    hdr = f"{'config':<12}{'events':>10}{'run s':>9}{'set-up s':>10}{'events/s':>12}{'vs ideal':>10}{'sim runtime':>14}"
+    what = f"{a.app} {a.args}" if a.app != "allreduce" else f"allreduce of {a.nbytes} B"
+    print(f"{what} x {a.iters} iterations on {a.ranks} ranks (one per node, {a.placement}) of {a.machine}; "
+          f"median of {a.rounds} round(s); {cores} cores")
+    hdr = (f"{'config':<12}{'events':>10}{'run s':>9}{'cpu s':>9}{'run cpu s':>10}{'us/msg':>9}{'set-up s':>10}"
+           f"{'events/s':>12}{'vs ideal':>10}{'cpu vs packet':>14}{'sim runtime':>14}")
     print(hdr)
     print("-" * len(hdr))
     rows = {}
     for k in runs:
         r = last[k]
         vs = h.ratio(med[k]["wall_s"], med["ideal"]["wall_s"])
-        print(f"{k:<12}{r['events']:>10}{med[k]['wall_s']:>9.2f}{med[k]['setup_s']:>10.2f}{rate[k]:>12,.0f}"
-              f"{vs:>10.2f}{r['runtime'] * 1e6:>11.3f} us")
+        cvp = h.ratio(med[k]["cpu_s"], med["packet"]["cpu_s"])
+        per_msg = h.ratio(med[k]["run_cpu_s"], r["messages"]) * 1e6
+        print(f"{k:<12}{r['events']:>10}{med[k]['wall_s']:>9.2f}{med[k]['cpu_s']:>9.2f}{med[k]['run_cpu_s']:>10.2f}"
+              f"{per_msg:>9.1f}{med[k]['setup_s']:>10.2f}{rate[k]:>12,.0f}{vs:>10.2f}{cvp:>14.3f}"
+              f"{r['runtime'] * 1e6:>11.3f} us")
         rows[k] = {"events": r["events"], "wall_s": round(med[k]["wall_s"], 3), "setup_s": round(med[k]["setup_s"], 3),
+                   "cpu_s": round(med[k]["cpu_s"], 3), "run_cpu_s": round(med[k]["run_cpu_s"], 3),
+                   "run_cpu_us_per_msg": h.r4(per_msg), "cpu_vs_packet": h.r4(cvp),
                    "events_per_s": round(rate[k]), "wall_vs_ideal": round(vs, 3), "sim_runtime_s": r["runtime"],
                    "bytes_sent": r["bytes_sent"], "messages": r["messages"]}
-    out = {"bench": "apps", "app": "allreduce", "machine": a.machine, "ranks": a.ranks, "nbytes": a.nbytes,
-           "iters": a.iters, "rounds": a.rounds, "cores": cores, "baseline": "ideal", "results": rows,
+        if k == "flow":
+            rows[k].update({f: r[f] for f in ("flows", "flow_recomputes", "flow_touched", "flow_touched_max")})
+    out = {"bench": "apps", "app": a.app, "args": json.loads(a.args), "placement": a.placement, "machine": a.machine,
+           "ranks": a.ranks, "nbytes": a.nbytes, "iters": a.iters, "rounds": a.rounds, "cores": cores,
+           "baseline": "ideal", "results": rows,
            "packet_vs_ideal_wall": rows["packet"]["wall_vs_ideal"], "goal_s": 60.0,
            "packet_under_goal": med["packet"]["wall_s"] < 60.0}
+    if "flow" in runs:
+        out["packet_cpu_over_flow_cpu"] = h.r4(h.ratio(med["packet"]["cpu_s"], med["flow"]["cpu_s"]))
+        out["flow_runtime_over_packet"] = h.r4(h.ratio(last["flow"]["runtime"], last["packet"]["runtime"]))
     if "packet P=2" in runs:
         p2 = last["packet P=2"]
         same = all(p2[f] == last["packet"][f] for f in ("runtime", "events", "bytes_sent", "messages"))
