@@ -27,7 +27,7 @@ import numpy as np
 
 from pdes import Entity
 
-from .maxmin import maxmin_rates
+from .maxmin import maxmin_rates, maxmin_small
 
 if TYPE_CHECKING:  # pragma: no cover
     from .network import Network
@@ -63,6 +63,7 @@ class FlowSolver(Entity):
         topo = net.topology
         self._topo = topo
         self._cap = np.asarray(topo.link_bw, dtype=np.float64)
+        self._capl: list[float] = self._cap.tolist()
         self._node_off = net.node_offset
         seg = net.config.flow_segment
         self._seg = math.inf if seg is None else seg
@@ -242,23 +243,71 @@ class FlowSolver(Entity):
 
     def _recompute(self, changed: set[int], now: float) -> None:
         """New rates for every flow connected to ``changed`` links through shared links:
-        each connected component of them solved on its own (in one vectorised pass)."""
+        each connected component of them solved on its own: one of at most ``_SMALL`` flows
+        in plain Python, the larger ones together in one vectorised pass."""
         on_link = self._on_link
+        flows = self._flows
         st = self._st
-        label = np.full(len(self._rate), -1, dtype=np.int64)  # component of each row, -1: untouched
-        n_comp = 0
+        seen: set[int] = set()
+        small: list[list[int]] = []
+        big: list[np.ndarray] = []
         for seed in sorted(changed):
-            if seed not in on_link or label[self._flows[next(iter(on_link[seed]))].slot] >= 0:
+            s = on_link.get(seed)
+            if s is None or next(iter(s)) in seen:
                 continue
-            rows = self._component(seed)
-            label[rows] = n_comp
-            n_comp += 1
-            st.touched += len(rows)
-            if len(rows) > st.touched_max:
-                st.touched_max = len(rows)
-        if not n_comp:
-            return
-        st.recomputes += n_comp
+            got = self._walk(seed)
+            if got is None:
+                rows = self._sweep(seed)
+                big.append(rows)
+                seen.update(self._fid_of[rows].tolist())
+                n = len(rows)
+            else:
+                seen.update(got)
+                n = len(got)
+                if n <= _SMALL:
+                    small.append(got)
+                else:
+                    big.append(np.fromiter((flows[f].slot for f in got), dtype=np.int64, count=n))
+            st.touched += n
+            if n > st.touched_max:
+                st.touched_max = n
+        st.recomputes += len(small) + len(big)
+        if small:
+            self._recompute_small(small, now)
+        if big:
+            self._recompute_big(big, now)
+
+    def _recompute_small(self, comps: list[list[int]], now: float) -> None:
+        """:meth:`_recompute` for components of at most ``_SMALL`` flows, one by one, by
+        :func:`~.maxmin.maxmin_small` (the rates of :func:`~.maxmin.maxmin_rates`, bit for
+        bit, without numpy's cost per call, which dominates for a few flows)."""
+        flows = self._flows
+        cap = self._capl
+        rate_a, rem_a, t_a, ver_a = self._rate, self._rem, self._t, self._ver
+        due = self._due
+        push = heapq.heappush
+        for fids in comps:
+            rate = maxmin_small([flows[f].route for f in fids], cap)
+            for fid, r in zip(fids, rate):
+                slot = flows[fid].slot
+                old = float(rate_a[slot])
+                if r == old:  # its completion entry still holds
+                    continue
+                rem = float(rem_a[slot]) - old * (now - float(t_a[slot]))
+                if rem < 0.0:
+                    rem = 0.0
+                rem_a[slot] = rem
+                t_a[slot] = now
+                rate_a[slot] = r
+                ver = int(ver_a[slot]) + 1
+                ver_a[slot] = ver
+                push(due, (now + rem / r, fid, ver))
+
+    def _recompute_big(self, comps: list[np.ndarray], now: float) -> None:
+        """:meth:`_recompute` for the larger components: one vectorised pass over all."""
+        label = np.full(len(self._rate), -1, dtype=np.int64)  # component of each row, -1: untouched
+        for i, rows in enumerate(comps):
+            label[rows] = i
         sel = np.flatnonzero(label >= 0)
         sub = self._routes[sel]
         real = sub < self._nl
@@ -284,26 +333,27 @@ class FlowSolver(Entity):
         for t, fid, ver in zip(finish.tolist(), self._fid_of[rows].tolist(), self._ver[rows].tolist()):
             push(due, (t, fid, ver))
 
-    def _component(self, seed: int) -> np.ndarray:
-        """The rows of the flows connected to link ``seed`` through shared links: a walk over
-        the link sets for a small component, numpy sweeps over every flow in flight once it
-        has grown past ``_WALK`` flows."""
+    def _walk(self, seed: int) -> list[int] | None:
+        """The flows connected to link ``seed`` through shared links, found by a walk over
+        the link sets, in the order found; None once they are more than ``_WALK``."""
         on_link = self._on_link
         flows = self._flows
         seen = {seed}
         stack = [seed]
-        got: set[int] = set()
+        got: list[int] = []
+        have: set[int] = set()
         while stack:
             for fid in on_link[stack.pop()]:
-                if fid not in got:
-                    got.add(fid)
+                if fid not in have:
+                    have.add(fid)
+                    got.append(fid)
                     for l in flows[fid].route:
                         if l not in seen:
                             seen.add(l)
                             stack.append(l)
             if len(got) > _WALK:
-                return self._sweep(seed)
-        return np.fromiter((flows[fid].slot for fid in got), dtype=np.int64, count=len(got))
+                return None
+        return got
 
     def _sweep(self, seed: int) -> np.ndarray:
         """``_component`` by sweeps: mark the flows on marked links, then their links, until
@@ -326,6 +376,9 @@ class FlowSolver(Entity):
 
 #: Largest component found by walking the link sets before switching to numpy sweeps.
 _WALK = 64
+#: Largest component solved by ``maxmin_small`` (Python floats) rather than ``maxmin_rates``
+#: (numpy): about where the two cost the same.
+_SMALL = 32
 
 
 __all__ = ["FlowSolver", "SOLVER_TYPE"]

@@ -12,6 +12,8 @@ same rates, bit for bit, for any order of simultaneous starts.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 #: A link counts as saturated when its fair share is within this relative margin of the
@@ -77,4 +79,52 @@ def maxmin_rates(ptr: np.ndarray, idx: np.ndarray, cap: np.ndarray, comp: np.nda
     return rate
 
 
-__all__ = ["maxmin_rates"]
+def maxmin_small(routes: Sequence[Sequence[int]], cap: Sequence[float]) -> list[float]:
+    """:func:`maxmin_rates` for one component of a few flows, on Python floats.
+
+    ``routes[f]`` are the links flow ``f`` crosses (at least one, none twice) and ``cap[l]``
+    link ``l``'s capacity. The arithmetic is that of :func:`maxmin_rates`, operation for
+    operation (numpy's float64 operations are Python's float operations), so the rates are
+    the same bit for bit; without numpy's fixed cost per call, a component of a few flows
+    costs a few microseconds instead of a few hundred.
+    """
+    n: dict[int, int] = {}
+    for r in routes:
+        for l in r:
+            n[l] = n.get(l, 0) + 1
+    rc = {l: float(cap[l]) for l in n}
+    rate = [0.0] * len(routes)
+    active: Sequence[int] = range(len(routes))
+    level = 0.0
+    tie = 1.0 + _TIE
+    while active:
+        share = {l: rc[l] / c for l, c in n.items()}
+        delta = min(share.values())
+        level += delta
+        lim = delta * tie
+        sat = set()
+        for l, c in n.items():
+            rc[l] -= c * delta
+            if share[l] <= lim:
+                sat.add(l)
+        still = []
+        for i in active:
+            r = routes[i]
+            for l in r:
+                if l in sat:
+                    break
+            else:
+                still.append(i)
+                continue
+            rate[i] = level
+            for l in r:
+                c = n[l] - 1
+                if c:
+                    n[l] = c
+                else:
+                    del n[l]
+        active = still
+    return rate
+
+
+__all__ = ["maxmin_rates", "maxmin_small"]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from apps import run_app
 from models.network import Network, NetworkConfig, NetworkConfigError, network_lookahead
-from models.network.maxmin import maxmin_rates
+from models.network.maxmin import maxmin_rates, maxmin_small
 from models.presets import get_machine
 from models.topology import FatTree, Torus
 from pdes import Simulator
@@ -92,6 +92,14 @@ def test_the_order_of_the_flows_changes_nothing_bit_for_bit(inst, rnd):
     rnd.shuffle(order)
     shuffled = maxmin_rates(*_csr([routes[i] for i in order]), np.array(cap, dtype=float))
     assert shuffled.tolist() == rate[order].tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances())
+def test_the_python_solver_of_small_components_gives_the_same_rates_bit_for_bit(inst):
+    routes, cap = inst
+    rate = maxmin_rates(*_csr(routes), np.array(cap, dtype=float))
+    assert maxmin_small(routes, [float(c) for c in cap]) == rate.tolist()
 
 
 def test_empty_and_single_flow():
@@ -298,13 +306,15 @@ def test_an_app_on_the_flow_model_lies_between_ideal_and_packet(machine, name, r
 
 @pytest.mark.parametrize("walk", [0, 10_000])
 def test_components_found_by_sweeps_or_by_walking_agree(monkeypatch, walk):
-    # Components above a size are found by numpy sweeps over the flows in flight, smaller
-    # ones by walking the link sets: either way, the same rates, deliveries and counts.
+    # Components above a size are found by numpy sweeps over the flows in flight and solved
+    # together by maxmin_rates, smaller ones found by walking the link sets and solved one by
+    # one by maxmin_small: either way, the same rates, deliveries and counts.
     import models.network.flow as flow
 
     kw = dict(ranks_per_node=1, network="flow", placement="random", seed=2, iters=2, comm=None, along="x,y")
     ref = run_app("tiny-dragonfly", "sub-a2a", 64, **kw)
     monkeypatch.setattr(flow, "_WALK", walk)
+    monkeypatch.setattr(flow, "_SMALL", walk)
     got = run_app("tiny-dragonfly", "sub-a2a", 64, **kw)
     assert ref.net.flow_touched_max > 64 or walk  # the default switches to sweeps in this run
     assert (got.runtime, got.events) == (ref.runtime, ref.events)
