@@ -21,6 +21,7 @@ import sys
 import threading
 from typing import Any
 
+from .mpi_wait import MAX_SOCKET_BATCH, node_meeting
 
 # (size, rank) environment variables of the MPI launchers (MPICH/Hydra, Open MPI, MVAPICH, PMIx).
 _LAUNCHER_VARS = (("PMI_SIZE", "PMI_RANK"), ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"),
@@ -163,6 +164,8 @@ class WindowExchange:
         self.sent_events = 0
         self.recv_events = 0
         self.bytes_sent = 0
+        # On an oversubscribed node the ranks meet in the kernel, not polling (pdes.mpi_wait).
+        self.meeting, self.one_node = node_meeting(comm)
 
     def pack(self, outboxes: list[list]) -> list[bytes]:
         """Pickle each destination's batch of remote events (one pickle per batch).
@@ -208,8 +211,24 @@ class WindowExchange:
             vals += (len(b), local_min, total, err)
         fmt = self._fmt
         fmt.pack_into(self._meta_send, 0, *vals)
-        self.comm.Alltoall(self._spec_send, self._spec_recv)
-        got = fmt.unpack_from(self._meta_recv)
+        meeting = self.meeting
+        if meeting is None:
+            self.comm.Alltoall(self._spec_send, self._spec_recv)
+            got = fmt.unpack_from(self._meta_recv)
+        elif self.one_node:
+            # Every rank's whole row; this rank's entries are the 32 bytes at its offset.
+            off = 32 * self.rank
+            got = fmt.unpack(b"".join([r[off : off + 32] for r in meeting.rows(bytes(self._meta_send))]))
+            if not any(got[3::4]) and 0.0 < max(got[2::4]) <= MAX_SOCKET_BATCH:
+                # Small batches go rank to rank over the meeting's sockets, not through MPI
+                # (every rank sees the same totals, so every rank takes this path).
+                self.bytes_sent += total
+                chunks = [b for b in meeting.swap(payloads, [int(x) for x in got[0::4]]) if b]
+                return min(got[1::4]), False, 0, chunks
+        else:
+            meeting.rows(b"")
+            self.comm.Alltoall(self._spec_send, self._spec_recv)
+            got = fmt.unpack_from(self._meta_recv)
         tmin = min(got[1::4])
         flags = got[3::4]
         any_failed = max(flags) > 0.0
@@ -228,6 +247,7 @@ class WindowExchange:
             rdispl[j] = rdispl[j - 1] + rcounts[j - 1]
         recvbuf = bytearray(sum(rcounts))
         BYTE = self.MPI.BYTE
+        # Every rank has just passed the table exchange: nobody waits long in this one.
         self.comm.Alltoallv([b"".join(payloads), (scounts, sdispl), BYTE], [recvbuf, (rcounts, rdispl), BYTE])
         mv = memoryview(recvbuf)
         for j in range(size):
@@ -235,6 +255,12 @@ class WindowExchange:
             if n:
                 chunks.append(mv[rdispl[j] : rdispl[j] + n])
         return tmin, any_failed, 0, chunks
+
+    def close(self) -> None:
+        """Release the node meeting's socket (the exchange is not used after this)."""
+        if self.meeting is not None:
+            self.meeting.close()
+            self.meeting = None
 
     def unpack(self, chunks: list) -> list:
         """The event tuples ``(time, key, dest id, service, data)`` of the received chunks."""

@@ -510,8 +510,12 @@ class Simulator:
             return self._window_loop(None, None)
         from .parallel import StopSignals, WindowExchange
 
-        with StopSignals() as stop:
-            return self._window_loop(WindowExchange(comm), stop)
+        exchange = WindowExchange(comm)
+        try:
+            with StopSignals() as stop:
+                return self._window_loop(exchange, stop)
+        finally:
+            exchange.close()
 
     def _window_loop(self, exchange: Any, stop: Any) -> int:
         """The windows of a run; ``exchange`` and ``stop`` are None without a communicator."""

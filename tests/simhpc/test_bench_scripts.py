@@ -38,6 +38,15 @@ def test_bench_parallel_compares_the_same_events_at_every_rank_count():
     assert "speedup" in text.splitlines()[1]  # the table's header
 
 
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install '.[mpi]')")
+def test_bench_oversubscribe_runs_the_same_events_in_every_mode():
+    text, res = _run(str(SCRIPTS / "bench_oversubscribe.py"), "--rounds", "1", "--end", "40")
+    assert res["bench"] == "oversubscribe" and res["events"] > 0 and res["windows"] > 0
+    assert [r["config"] for r in res["results"]] == ["seq", "P=2 spin", "P=2 block", "P=4 spin", "P=4 block"]
+    assert all(r["wall_s"] > 0 and r["cpu_s"] > 0 for r in res["results"])
+    assert res["block_vs_spin_p4_wall"] > 0 and "P4/P2" in text
+
+
 def test_bench_parallel_refuses_p_of_one():
     out = subprocess.run([sys.executable, str(SCRIPTS / "bench_parallel.py"), "--ranks", "1,2"],
                          capture_output=True, text=True, timeout=60)

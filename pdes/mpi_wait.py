@@ -1,0 +1,183 @@
+"""How the ranks of a parallel run wait for each other at the window exchange.
+
+MPICH busy-polls while a blocking collective waits. With more ranks than cores on a node
+(or a machine busy with other work) the waiting ranks then take CPU time from the ranks
+that still compute: each window costs several scheduler time slices and a run slows down
+far more than the extra ranks explain. Polling with pauses does not help either, since a
+non-blocking collective only advances while every rank keeps calling into MPI.
+
+So, when a node is oversubscribed, the ranks of that node meet first in a :class:`NodeMeeting`:
+each rank sends its row of the window table to the node's first rank over a Unix datagram
+socket and blocks in ``recv`` (no CPU while it waits, woken by the kernel the moment the
+answer comes); the first rank answers with every row once all have arrived. When the whole
+run is on one node, those rows *are* the window table and no MPI collective is needed for it;
+otherwise the MPI collective follows, entered by ranks that have all arrived.
+
+The environment variable ``PDES_MPI_WAIT`` chooses (the same on every rank; ``mpirun``
+passes the environment on):
+
+* ``auto`` (default): ``block`` when this node runs more ranks than the cores this process may
+  use (``os.sched_getaffinity``), else ``spin``;
+* ``block``: always meet on the node as above (Linux only: it uses abstract socket names);
+* ``spin``: MPI's own blocking collectives only (MPICH polls without pause: the fastest when
+  every rank has a core to itself).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from typing import Any
+
+from .errors import ConfigError
+from .validate import check_choice
+
+#: The environment variable that chooses the waiting mode.
+WAIT_VAR = "PDES_MPI_WAIT"
+#: Its values (``auto``: ``block`` when oversubscribed, else ``spin``).
+WAIT_MODES = ("auto", "block", "spin")
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - platforms without sched_getaffinity
+        return os.cpu_count() or 1
+
+
+def requested_mode() -> str:
+    """``PDES_MPI_WAIT`` checked: one of :data:`WAIT_MODES`."""
+    raw = os.environ.get(WAIT_VAR, "auto").strip().lower() or "auto"
+    return check_choice(WAIT_VAR, raw, WAIT_MODES, error=ConfigError)
+
+
+#: The most ranks whose whole window table travels through the node meeting (32 bytes per
+#: pair of ranks in one datagram); more, or ranks on several nodes, meet and then use MPI.
+ONE_NODE_MAX_RANKS = 32
+#: The largest batch of remote events one rank sends in a window through the node meeting;
+#: a window with more goes through MPI's ``Alltoallv`` (every rank sees the same totals).
+MAX_SOCKET_BATCH = 60 * 1024
+
+
+class NodeMeeting:
+    """The ranks of one node meeting over Unix datagram sockets (see the module).
+
+    :meth:`rows` returns the rows of every rank of the node, in node-rank order, once all
+    have given theirs; :meth:`swap` hands each rank the batches the others address to it.
+    A rank waiting for the others sleeps in the kernel. Built collectively by
+    :func:`node_meeting`.
+
+    Datagrams carry a tag (``R`` row, ``T`` table, ``P`` batch) and the sender's node rank.
+    One that arrives before its turn (a batch from a rank already past the table, the next
+    window's row of a quick rank) waits in a per-sender slot: a rank sends one of each per
+    window, and never the next window's before every rank has given this one's row.
+    Sends never block: a receiver whose queue is full (Linux queues few datagrams per
+    socket) is retried while this rank empties its own queue, so two ranks sending to each
+    other cannot wait on each other.
+    """
+
+    def __init__(self, node_comm: Any, token: str):
+        self.size = node_comm.size
+        self.rank = node_comm.rank
+        self._me = self.rank.to_bytes(2, "little")
+        self._addr = [f"\0pdes-{token}-{r}".encode() for r in range(self.size)]
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._sock.bind(self._addr[self.rank])
+        self._bufsize = 64 * 1024 + 64 * self.size * self.size
+        self._got: dict[int, dict[int, bytes]] = {ord("R"): {}, ord("T"): {}, ord("P"): {}}
+
+    def _take(self, block: bool) -> bool:
+        """File one datagram in its slot (waiting for one when ``block``); False if none."""
+        try:
+            d = self._sock.recv(self._bufsize, 0 if block else socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return False
+        self._got[d[0]][int.from_bytes(d[1:3], "little")] = d[3:]
+        return True
+
+    def _send(self, dest: int, tag: bytes, body: bytes) -> None:
+        data = tag + self._me + body
+        addr = self._addr[dest]
+        sock = self._sock
+        while True:
+            try:
+                sock.sendto(data, socket.MSG_DONTWAIT, addr)
+                return
+            except BlockingIOError:
+                if not self._take(False):
+                    time.sleep(20e-6)
+
+    def _wait(self, slot: dict[int, bytes], src: int) -> bytes:
+        while src not in slot:
+            self._take(True)
+        return slot.pop(src)
+
+    def rows(self, row: bytes) -> list[bytes]:
+        """Every node rank's ``row`` (all of one length), this rank's included."""
+        n = self.size
+        k = len(row)
+        if self.rank == 0:
+            got = [row]
+            slot = self._got[ord("R")]
+            for src in range(1, n):
+                got.append(self._wait(slot, src))
+            whole = b"".join(got)
+            for dest in range(1, n):
+                self._send(dest, b"T", whole)
+        else:
+            self._send(0, b"R", row)
+            whole = self._wait(self._got[ord("T")], 0)
+        return [whole[i * k : (i + 1) * k] for i in range(n)]
+
+    def swap(self, batches: list[bytes], incoming: list[int]) -> list[bytes]:
+        """Send ``batches[j]`` to node rank j (empty ones are not sent) and return the batch
+        of every rank that ``incoming`` (bytes per sender) says has one for this rank."""
+        me = self.rank
+        for dest, b in enumerate(batches):
+            if b and dest != me:
+                self._send(dest, b"P", b)
+        slot = self._got[ord("P")]
+        out = []
+        for src, nbytes in enumerate(incoming):
+            if src == me:
+                out.append(batches[me])
+            elif nbytes:
+                out.append(self._wait(slot, src))
+            else:
+                out.append(b"")
+        return out
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+def node_meeting(comm: Any) -> tuple[NodeMeeting | None, bool]:
+    """Collectively over ``comm``: the node meeting of this rank (None when the ranks spin)
+    and whether the whole communicator is on this one node. Every rank gets the same answer
+    (an ``allreduce`` decides), so every rank takes the same path at every exchange.
+    """
+    from mpi4py import MPI
+
+    mode = requested_mode()
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.rank)
+    try:
+        want = mode == "block" or (mode == "auto" and node.size > usable_cores())
+        can = sys.platform.startswith("linux") and node.size <= 65535
+        use = comm.allreduce(1 if (want and can) else 0, op=MPI.MIN) == 1 and comm.allreduce(
+            1 if want else 0, op=MPI.MAX) == 1
+        if mode == "block" and not comm.allreduce(1 if can else 0, op=MPI.MIN):
+            raise ConfigError(f"{WAIT_VAR}=block needs Linux (abstract Unix socket names); use auto or spin")
+        if not use or node.size == 1:
+            return None, False
+        token = node.bcast(os.urandom(8).hex() if node.rank == 0 else None, root=0)
+        meeting = NodeMeeting(node, token)
+        node.Barrier()  # every socket is bound before anyone sends
+        # The rows carry the whole window table (32 bytes per pair of ranks) in one datagram
+        # only while it stays small; larger runs meet with empty rows, then use MPI.
+        one_node = node.size == comm.size and comm.size <= ONE_NODE_MAX_RANKS
+        return meeting, one_node
+    finally:
+        node.Free()

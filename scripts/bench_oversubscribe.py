@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""More ranks than cores: how the window exchange's waiting mode (``PDES_MPI_WAIT``) copes.
+
+One PHOLD model with few events per window (``--lps`` LPs in 4 regions, one initial event
+each, lookahead = mean delay, half the events remote), so that the run is mostly window
+exchanges: the case where waiting ranks that poll steal the cores of the ranks that compute.
+Configurations, ``--rounds`` times each, interleaved, in fresh processes:
+
+* ``seq``: the sequential kernel (no MPI), the named baseline of the work itself;
+* ``P=2 spin``, ``P=4 spin``: MPI's own blocking collectives (MPICH polls while it waits);
+* ``P=2 block``, ``P=4 block``: the node's ranks meet over Unix sockets and wait in the
+  kernel (:mod:`pdes.mpi_wait`; ``auto`` picks it when a node has more ranks than cores).
+
+Every configuration executes the very same events (results are identical for any P and
+mode). Wall time is the simulation run (the slowest rank); CPU is user + system time of the
+whole ``mpirun`` (every rank). ``P4/P2`` is the wall-time ratio of P = 4 to P = 2 in the same
+mode; on a machine with 2 cores P = 4 is oversubscribed. ``--suite`` also times the MPI test
+suite (``tests/mpi``) at ``-n 2`` and ``-n 4`` in both modes, once each.
+
+Usage: ``python scripts/bench_oversubscribe.py [--rounds 3] [--lps 16] [--end 20000] [--suite]``.
+The last line of output is one JSON object.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import harness as h
+
+MODES = ("spin", "block")
+
+
+def cpu_children() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def run_phold(ranks: int | None, mode: str, a) -> tuple[dict, float]:
+    args = ["-m", "pdes.examples.phold", "--lps", str(a.lps), "--events", "1", "--end", str(a.end),
+            "--lookahead", "1", "--mean", "1", "--remote", "0.5", "--regions", "4", "--seed", str(a.seed)]
+    if ranks is None:
+        cmd = [sys.executable, *args]
+    else:
+        cmd = [h.require_mpirun("bench_oversubscribe"), "-n", str(ranks), sys.executable, *args, "--parallel"]
+    os.environ["PDES_MPI_WAIT"] = mode
+    c0 = cpu_children()
+    res = h.run_json(cmd, script="bench_oversubscribe")
+    return res, cpu_children() - c0
+
+
+def run_suite(ranks: int, mode: str) -> tuple[float, float, bool]:
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cmd = [h.require_mpirun("bench_oversubscribe"), "-n", str(ranks), sys.executable, "-m", "pytest", "-q",
+           "-p", "no:cacheprovider", "--with-mpi", "tests/mpi"]
+    env = {**os.environ, "PDES_MPI_WAIT": mode}
+    c0 = cpu_children()
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+    return time.perf_counter() - t0, cpu_children() - c0, p.returncode == 0
+
+
+def main() -> None:
+    ap = h.parser(__doc__, rounds=3, seed=1)
+    ap.add_argument("--lps", type=int, default=16)
+    ap.add_argument("--end", type=float, default=20000.0)
+    ap.add_argument("--suite", action="store_true", help="also time tests/mpi at -n 2 and -n 4 in both modes")
+    a = ap.parse_args()
+    configs = [(None, "spin")] + [(p, m) for p in (2, 4) for m in MODES]
+    walls: dict[tuple, list[float]] = {}
+    cpus: dict[tuple, list[float]] = {}
+    last: dict[tuple, dict] = {}
+    for rnd in range(a.rounds):
+        for cfg in configs:
+            res, cpu = run_phold(*cfg, a)
+            walls.setdefault(cfg, []).append(res["wall_s"])
+            cpus.setdefault(cfg, []).append(cpu)
+            last[cfg] = res
+            print(f"  round {rnd + 1}/{a.rounds} P={cfg[0] or 'seq'} {cfg[1]}: {res['wall_s']:.2f} s", file=sys.stderr)
+    events = {r["events"] for r in last.values()}
+    if len(events) != 1:
+        sys.exit(f"bench_oversubscribe: the configurations ran different event counts {sorted(events)}")
+    med = {c: h.median(v) for c, v in walls.items()}
+    cpu = {c: h.median(v) for c, v in cpus.items()}
+    seq = (None, "spin")
+    print(f"PHOLD, {a.lps} LPs, {last[seq]['events']:,} events, {last[(2, 'spin')]['windows']:,} windows; "
+          f"median of {a.rounds} rounds on {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
+    rows, out = [], []
+    for cfg in configs:
+        p, m = cfg
+        name = "seq" if p is None else f"P={p} {m}"
+        p4p2 = h.ratio(med[(4, m)], med[(2, m)]) if p == 4 else float("nan")
+        us_win = med[cfg] / last[cfg]["windows"] * 1e6 if p else float("nan")
+        rows.append([name, f"{med[cfg]:.2f}", f"{cpu[cfg]:.2f}", f"{h.ratio(med[cfg], med[seq]):.2f}",
+                     f"{us_win:.1f}", f"{p4p2:.2f}"])
+        out.append({"config": name, "ranks": p or 1, "mode": m if p else "sequential", "wall_s": h.r4(med[cfg]),
+                    "cpu_s": h.r4(cpu[cfg]), "wall_vs_seq": h.r4(h.ratio(med[cfg], med[seq])),
+                    "us_per_window": h.r4(us_win), "p4_over_p2": h.r4(p4p2)})
+    print(h.table(rows, ["config", "wall s", "cpu s", "vs seq", "us/window", "P4/P2"]))
+    figures = {"bench": "oversubscribe", "rounds": a.rounds, "events": last[seq]["events"],
+               "windows": last[(2, "spin")]["windows"], "cores": os.cpu_count(), "results": out,
+               "block_vs_spin_p4_wall": h.r4(h.ratio(med[(4, "block")], med[(4, "spin")])),
+               "block_vs_spin_p4_cpu": h.r4(h.ratio(cpu[(4, "block")], cpu[(4, "spin")]))}
+    if a.suite:
+        srows, sres = [], {}
+        for m in MODES:
+            for p in (2, 4):
+                wall, c, ok = run_suite(p, m)
+                sres[f"{m}_n{p}"] = {"wall_s": h.r4(wall), "cpu_s": h.r4(c), "passed": ok}
+                print(f"  suite -n {p} {m}: {wall:.1f} s", file=sys.stderr)
+        for m in MODES:
+            n2, n4 = sres[f"{m}_n2"], sres[f"{m}_n4"]
+            srows.append([m, f"{n2['wall_s']:.1f}", f"{n4['wall_s']:.1f}", f"{n4['wall_s'] / n2['wall_s']:.2f}",
+                          f"{n2['cpu_s']:.1f}", f"{n4['cpu_s']:.1f}", str(n2["passed"] and n4["passed"])])
+        print("\nMPI test suite (tests/mpi), once each")
+        print(h.table(srows, ["mode", "-n 2 wall s", "-n 4 wall s", "n4/n2", "-n 2 cpu s", "-n 4 cpu s", "passed"]))
+        figures["suite"] = sres
+    h.emit(figures)
+
+
+if __name__ == "__main__":
+    main()
