@@ -12,8 +12,15 @@ Configurations, each run ``--rounds`` times, interleaved, in fresh processes:
 
 ``--app``, ``--placement`` and ``--args`` (a JSON object of app arguments) run another app:
 ``--app stencil3d --machine fattree44 --ranks 10648 --iters 1`` is a filled fat-tree.
+``--jobs N`` runs N concurrent jobs of ``--ranks`` ranks each instead of one (all launched at
+t = 0, one rank per node, each on its own nodes drawn at random from the run seed, as the
+random allocator of the interference studies places them): ``--jobs 9 --ranks 1024 --app
+even-odd --args '{"iters": 10}'`` is the Obaida & Liu case of 9 even-odd jobs filling Cielo
+(``scripts/repro_obaida_liu.py --full``); "sim runtime" is then the makespan.
 ``--quick`` is one round without the P=2 run. CPU seconds are the child's user + system
-time (every process of an mpirun); ``us/msg`` is run CPU per message sent.
+time (every process of an mpirun); ``run cpu s`` is the CPU of building the machine and
+running it (rank 0), ``sim cpu s`` that of ``Simulator.run`` alone and ``us/msg`` sim CPU per
+message sent.
 
 Wall time is the simulation run (``Simulator.run``, the slowest rank); ``setup`` is building
 the machine, the network and the job. Events per second = simulated events / run wall time.
@@ -30,6 +37,7 @@ import argparse
 import json
 import os
 import resource
+import subprocess
 import sys
 import time
 
@@ -45,12 +53,17 @@ def worker(a: argparse.Namespace) -> None:
 
     comm = world_comm()
     machine = get_machine(a.machine)
+    sim_cpu = _time_simulator_runs()
     app_args = {"iters": a.iters, **json.loads(a.args)}
     if a.app == "allreduce":
         app_args.setdefault("nbytes", a.nbytes)
-    c0 = time.process_time()
-    res = run_app(machine, a.app, a.ranks, ranks_per_node=1, network=a.network, seed=a.seed, comm=comm,
-                  placement=a.placement, app_args=app_args)
+    if a.jobs > 1:
+        c0 = time.process_time()
+        res = _run_jobs(machine, a, app_args, comm)
+    else:
+        c0 = time.process_time()
+        res = run_app(machine, a.app, a.ranks, ranks_per_node=1, network=a.network, seed=a.seed, comm=comm,
+                      placement=a.placement, app_args=app_args)
     run_cpu = time.process_time() - c0
     total = time.perf_counter() - t0
     if comm is not None and comm.rank != 0:
@@ -59,21 +72,81 @@ def worker(a: argparse.Namespace) -> None:
         "network": a.network, "sim_ranks": res.sim_ranks, "wall_s": res.wall_s, "total_s": total,
         "setup_s": total - res.wall_s, "events": res.events, "runtime": res.runtime, "bytes_sent": res.bytes_sent,
         "messages": res.messages, "windows": res.stats.windows, "remote_events": res.stats.remote_events,
-        "run_cpu_s": run_cpu, "flows": res.net.flows, "flow_recomputes": res.net.flow_recomputes,
+        "run_cpu_s": run_cpu, "sim_cpu_s": sum(sim_cpu), "flows": res.net.flows, "flow_recomputes": res.net.flow_recomputes,
         "flow_touched": res.net.flow_touched, "flow_touched_max": res.net.flow_touched_max,
     })
+
+
+def _time_simulator_runs() -> list[float]:
+    """From now on, the CPU seconds of every ``Simulator.run`` of this process are appended
+    to the list returned (the run alone, not building the machine)."""
+    from pdes import Simulator
+
+    spent: list[float] = []
+    run = Simulator.run
+
+    def timed(self, *args, **kwargs):
+        c0 = time.process_time()
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            spent.append(time.process_time() - c0)
+
+    Simulator.run = timed
+    return spent
+
+
+def _run_jobs(machine, a: argparse.Namespace, app_args: dict, comm) -> argparse.Namespace:
+    """``a.jobs`` jobs of ``a.ranks`` ranks (one per node) at t = 0 on disjoint random nodes;
+    the figures of :func:`worker` for all of them (runtime: the makespan)."""
+    import numpy as np
+
+    from apps.node import LaunchSpec
+    from apps.platform import build_platform
+    from apps.registry import bind_args
+
+    need = a.jobs * a.ranks
+    if need > machine.n_nodes:
+        raise SystemExit(f"bench_apps: --jobs {a.jobs} x --ranks {a.ranks} = {need} nodes; "
+                         f"{machine.name} has {machine.n_nodes}")
+    args = bind_args(a.app, app_args, size=a.ranks)
+    rng = np.random.Generator(np.random.PCG64(a.seed))
+    perm = rng.permutation(machine.n_nodes)[:need]
+    plat = build_platform(machine, a.network, seed=a.seed, comm=comm)
+    for j in range(a.jobs):
+        nodes = sorted(int(x) for x in perm[j * a.ranks:(j + 1) * a.ranks])
+        plat.launch(LaunchSpec.build(job=j + 1, app=a.app, args=args, rank_nodes=nodes, report_to=plat.manager_eid))
+    st = plat.sim.run()
+    recs = [plat.shared_record(j + 1) for j in range(a.jobs)]
+    bad = [r for r in recs if r.status != "ok"]
+    if bad:
+        raise SystemExit(f"bench_apps: job {bad[0].job} ended {bad[0].status}: {bad[0].error}")
+    ns = plat.net.stats()
+    start = min(r.start for r in recs)
+    return argparse.Namespace(
+        sim_ranks=st.ranks, wall_s=st.wall_s, events=st.events, runtime=max(r.end for r in recs) - start,
+        bytes_sent=sum(r.bytes_sent for r in recs), messages=sum(r.messages for r in recs), stats=st, net=ns,
+        job_runtimes=[r.runtime for r in recs])
 
 
 def run_one(network: str, procs: int, a: argparse.Namespace) -> dict:
     args = [os.path.abspath(__file__), "--worker", "--network", network, "--machine", a.machine, "--ranks", str(a.ranks),
             "--nbytes", str(a.nbytes), "--iters", str(a.iters), "--seed", str(a.seed), "--app", a.app,
-            "--placement", a.placement, "--args", a.args]
+            "--placement", a.placement, "--args", a.args, "--jobs", str(a.jobs)]
     if procs > 1:
         cmd = [h.require_mpirun("bench_apps"), "-n", str(procs), sys.executable, *args]
     else:
         cmd = [sys.executable, *args]
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    res = h.run_json(cmd, script="bench_apps")
+    try:
+        res = h.run_json(cmd, script="bench_apps", timeout=a.timeout)
+    except subprocess.TimeoutExpired:
+        # Killed at the limit: its CPU so far is a lower bound, its other figures unknown.
+        nan = float("nan")
+        res = {"timed_out": True, "network": network, "wall_s": nan, "total_s": float(a.timeout), "setup_s": nan,
+               "events": 0, "runtime": nan, "bytes_sent": nan, "messages": 0, "windows": 0, "remote_events": 0,
+               "run_cpu_s": nan, "sim_cpu_s": nan, "flows": 0, "flow_recomputes": 0, "flow_touched": 0,
+               "flow_touched_max": 0}
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     res["cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     return res
@@ -88,12 +161,18 @@ def main() -> None:
     ap.add_argument("--app", default="allreduce", help="the app (default: allreduce)")
     ap.add_argument("--placement", default="contiguous", help="contiguous or random (default: contiguous)")
     ap.add_argument("--args", default="{}", help="more app arguments as a JSON object, e.g. '{\"nbytes\": 4096}'")
+    ap.add_argument("--jobs", type=int, default=1, help="concurrent jobs of --ranks ranks on random nodes (default 1)")
     ap.add_argument("--quick", action="store_true", help="one round, no mpirun -n 2 run")
+    ap.add_argument("--timeout", type=float, default=3600.0,
+                    help="seconds one configuration may run; one that runs longer is killed and reported with "
+                         "its CPU so far as a lower bound (default 3600)")
     ap.add_argument("--no-flow", action="store_true", help="skip the flow model")
     ap.add_argument("--no-parallel", action="store_true", help="skip the mpirun -n 2 configuration")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--network", default="packet", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.jobs < 1:
+        ap.error(f"--jobs must be a whole number >= 1, got {a.jobs}")
     if a.worker:
         worker(a)
         return
@@ -109,17 +188,24 @@ def main() -> None:
         for name, network, procs in configs:
             r = run_one(network, procs, a)
             runs[name].append(r)
+            if r.get("timed_out"):
+                print(f"  round {rnd + 1}/{a.rounds} {name:>11}: killed after {a.timeout:.0f} s, cpu {r['cpu_s']:7.2f} s",
+                      file=sys.stderr)
+                continue
             print(f"  round {rnd + 1}/{a.rounds} {name:>11}: {r['events']:>9} events, run {r['wall_s']:7.2f} s, "
                   f"set-up {r['setup_s']:5.2f} s, cpu {r['cpu_s']:7.2f} s", file=sys.stderr)
-    med = {k: {f: h.median(x[f] for x in v) for f in ("wall_s", "setup_s", "total_s", "cpu_s", "run_cpu_s")}
+    med = {k: {f: h.median(x[f] for x in v) for f in ("wall_s", "setup_s", "total_s", "cpu_s", "run_cpu_s", "sim_cpu_s")}
            for k, v in runs.items()}
     last = {k: v[-1] for k, v in runs.items()}
-    rate = {k: last[k]["events"] / med[k]["wall_s"] for k in runs}
+    rate = {k: h.ratio(last[k]["events"], med[k]["wall_s"]) for k in runs}
     cores = os.cpu_count() or 1
-    what = f"{a.app} {a.args}" if a.app != "allreduce" else f"allreduce of {a.nbytes} B"
-    print(f"{what} x {a.iters} iterations on {a.ranks} ranks (one per node, {a.placement}) of {a.machine}; "
-          f"median of {a.rounds} round(s); {cores} cores")
-    hdr = (f"{'config':<12}{'events':>10}{'run s':>9}{'cpu s':>9}{'run cpu s':>10}{'us/msg':>9}{'set-up s':>10}"
+    what = f"{a.app} {a.args}" if a.app != "allreduce" else f"allreduce of {a.nbytes} B x {a.iters} iterations"
+    if a.jobs > 1:
+        where = f"{a.jobs} concurrent jobs of {a.ranks} ranks (one per node, random nodes)"
+    else:
+        where = f"{a.ranks} ranks (one per node, {a.placement})"
+    print(f"{what} on {where} of {a.machine}; median of {a.rounds} round(s); {cores} cores")
+    hdr = (f"{'config':<12}{'events':>10}{'run s':>9}{'cpu s':>9}{'run cpu s':>10}{'sim cpu s':>10}{'us/msg':>9}{'set-up s':>10}"
            f"{'events/s':>12}{'vs ideal':>10}{'cpu vs packet':>14}{'sim runtime':>14}")
     print(hdr)
     print("-" * len(hdr))
@@ -128,24 +214,30 @@ def main() -> None:
         r = last[k]
         vs = h.ratio(med[k]["wall_s"], med["ideal"]["wall_s"])
         cvp = h.ratio(med[k]["cpu_s"], med["packet"]["cpu_s"])
-        per_msg = h.ratio(med[k]["run_cpu_s"], r["messages"]) * 1e6
+        per_msg = h.ratio(med[k]["sim_cpu_s"], r["messages"]) * 1e6
         print(f"{k:<12}{r['events']:>10}{med[k]['wall_s']:>9.2f}{med[k]['cpu_s']:>9.2f}{med[k]['run_cpu_s']:>10.2f}"
+              f"{med[k]['sim_cpu_s']:>10.2f}"
               f"{per_msg:>9.1f}{med[k]['setup_s']:>10.2f}{rate[k]:>12,.0f}{vs:>10.2f}{cvp:>14.3f}"
               f"{r['runtime'] * 1e6:>11.3f} us")
         rows[k] = {"events": r["events"], "wall_s": round(med[k]["wall_s"], 3), "setup_s": round(med[k]["setup_s"], 3),
                    "cpu_s": round(med[k]["cpu_s"], 3), "run_cpu_s": round(med[k]["run_cpu_s"], 3),
-                   "run_cpu_us_per_msg": h.r4(per_msg), "cpu_vs_packet": h.r4(cvp),
-                   "events_per_s": round(rate[k]), "wall_vs_ideal": round(vs, 3), "sim_runtime_s": r["runtime"],
+                   "sim_cpu_s": round(med[k]["sim_cpu_s"], 3), "sim_cpu_us_per_msg": h.r4(per_msg), "cpu_vs_packet": h.r4(cvp),
+                   "events_per_s": h.r4(rate[k]), "wall_vs_ideal": h.r4(vs), "sim_runtime_s": r["runtime"] if r["runtime"] == r["runtime"] else None,
                    "bytes_sent": r["bytes_sent"], "messages": r["messages"]}
+        if r.get("timed_out"):
+            print(f"{'':<12}(killed after {a.timeout:.0f} s: its cpu s is a lower bound, cpu vs packet too)")
+            rows[k]["timed_out"] = True
         if k == "flow":
             rows[k].update({f: r[f] for f in ("flows", "flow_recomputes", "flow_touched", "flow_touched_max")})
     out = {"bench": "apps", "app": a.app, "args": json.loads(a.args), "placement": a.placement, "machine": a.machine,
-           "ranks": a.ranks, "nbytes": a.nbytes, "iters": a.iters, "rounds": a.rounds, "cores": cores,
+           "ranks": a.ranks, "jobs": a.jobs, "nbytes": a.nbytes, "iters": a.iters, "rounds": a.rounds, "cores": cores,
            "baseline": "ideal", "results": rows,
            "packet_vs_ideal_wall": rows["packet"]["wall_vs_ideal"], "goal_s": 60.0,
            "packet_under_goal": med["packet"]["wall_s"] < 60.0}
     if "flow" in runs:
+        # An upper bound where the flow run was killed (flow_timed_out).
         out["packet_cpu_over_flow_cpu"] = h.r4(h.ratio(med["packet"]["cpu_s"], med["flow"]["cpu_s"]))
+        out["flow_timed_out"] = bool(last["flow"].get("timed_out"))
         out["flow_runtime_over_packet"] = h.r4(h.ratio(last["flow"]["runtime"], last["packet"]["runtime"]))
     if "packet P=2" in runs:
         p2 = last["packet P=2"]
