@@ -112,17 +112,20 @@ def build_platform(
     end_time: float = math.inf,
     comm: Any = "auto",
     on_end: Callable[[JobRecord], Any] | None = None,
+    predict_ranks: tuple[int, ...] = (),
 ) -> Platform:
     """Build ``machine`` (a preset name or a Machine) with ``network`` in a new simulator.
 
     ``seed``, ``end_time`` and ``comm`` go to the :class:`~pdes.Simulator` (``comm``:
     ``"auto"``, None for sequential, or an mpi4py communicator); ``on_end`` is the
-    manager's job-end callback (see :class:`~apps.manager.JobManager`).
+    manager's job-end callback (see :class:`~apps.manager.JobManager`); ``predict_ranks``
+    turns on the kernel's statistics mode (:mod:`pdes.predict`).
     """
     m = machine if isinstance(machine, Machine) else get_machine(machine)
     config = network_config(network)
     topo = m.topology
-    sim = Simulator(end_time=end_time, lookahead=network_lookahead(topo), seed=seed, comm=comm)
+    sim = Simulator(end_time=end_time, lookahead=network_lookahead(topo), seed=seed, comm=comm,
+                    predict_ranks=predict_ranks)
     shared = MpiShared(NodeModel.from_machine(m))
     net = Network(sim, topo, config, mem_bw=float(m.mem_bw_per_node), node_cls=MpiNode, node_args=(shared,))
     mgr = sim.add_entity(JobManager, net.node_offset, on_end, name=MANAGER, rank=0)

@@ -157,6 +157,7 @@ def run_app(
     app_args: Mapping[str, Any] | None = None,
     job_id: int = JOB_ID,
     allowed_links: Any = None,
+    predict_ranks: tuple[int, ...] = (),
     **kwargs: Any,
 ) -> AppResult:
     """Run app ``app`` with ``ranks`` ranks alone on ``machine`` (a preset name or a
@@ -179,6 +180,8 @@ def run_app(
             job of a scheduled run can be repeated alone with the same draws.
         allowed_links: link ids the job's messages must stay on (a link-reserving
             allocator's reservation); None: the topology's routing.
+        predict_ranks: rank counts whose parallel figures the run measures on one rank
+            (the kernel's statistics mode, :mod:`pdes.predict`; in ``result.stats.predicted``).
     """
     m = machine if isinstance(machine, Machine) else get_machine(machine)
     ranks = check_int("ranks", ranks, lo=1, error=AppConfigError)
@@ -198,7 +201,7 @@ def run_app(
     else:
         rank_nodes = map_ranks(ranks, nodes, rpn, mapping)
 
-    plat = build_platform(m, config, seed=seed, end_time=end_time, comm=comm)
+    plat = build_platform(m, config, seed=seed, end_time=end_time, comm=comm, predict_ranks=predict_ranks)
     sim = plat.sim
     spec = LaunchSpec.build(job=job_id, app=app, args=args, rank_nodes=rank_nodes,
                             report_to=plat.manager_eid, options=options, allowed_links=allowed_links)

@@ -16,7 +16,19 @@ from .errors import ConfigError
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-PlacementSpec = Union[str, int, Callable[[int, int], int], Sequence[int], "np.ndarray"]
+class ByRanks:
+    """A placement computed for the whole type at once from the number of ranks:
+    ``ByRanks(fn)`` with ``fn(nranks) -> array of ranks`` (e.g. a topology's partition).
+    Unlike a plain array it can be evaluated for any rank count, which is what the kernel's
+    parallel prediction (``Simulator(predict_ranks=...)``) needs."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[int], Sequence[int]]):
+        self.fn = fn
+
+
+PlacementSpec = Union[str, int, ByRanks, Callable[[int, int], int], Sequence[int], "np.ndarray"]
 
 PLACEMENTS = ("block", "cyclic", "hash")
 
@@ -50,6 +62,10 @@ def place(spec: PlacementSpec, name: str, count: int, nranks: int) -> np.ndarray
                 f"placement of {name!r}: unknown placement {spec!r}; valid: {', '.join(PLACEMENTS)}, "
                 "an int rank, a sequence of ranks or a callable(index, nranks)"
             )
+    elif isinstance(spec, ByRanks):
+        ranks = np.asarray(spec.fn(nranks), dtype=np.int64)
+        if ranks.shape != (count,):
+            raise ConfigError(f"placement of {name!r}: expected {count} ranks, got shape {ranks.shape}")
     elif isinstance(spec, (int, np.integer)):
         ranks = np.full(count, int(spec) % nranks, dtype=np.int64)
     elif callable(spec):

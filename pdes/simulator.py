@@ -26,6 +26,7 @@ from greenlet import getcurrent
 from .entity import KEY_SHIFT, Entity
 from .errors import ConfigError, Interrupted, RemoteRankError, SimulationError, UnknownEntityError, UnknownServiceError
 from .placement import PlacementSpec, place
+from .predict import RankPrediction, WindowProfile, check_predict_ranks
 from .event import Event, make_event
 from .process import Process, blocked_at, event_callable
 
@@ -86,6 +87,9 @@ class RunStats:
     sync_s_per_rank: list[float] = field(default_factory=list)
     remote_bytes: int = 0
     blocked: list[BlockedProcess] = field(default_factory=list)
+    #: With ``Simulator(predict_ranks=...)``: the parallel figures of each rank count
+    #: (:class:`pdes.predict.RankPrediction`), measured on one rank.
+    predicted: dict[int, RankPrediction] = field(default_factory=dict)
 
     @property
     def events_per_s(self) -> float:
@@ -118,6 +122,11 @@ class Simulator:
             a young-generation collection only after this many net new container objects
             (at least; a larger threshold already set is kept), and the previous setting
             is restored afterwards. ``None`` leaves the collector's settings alone.
+        predict_ranks: rank counts whose parallel figures to measure (the statistics mode,
+            :mod:`pdes.predict`): the run executes on one rank in the windows of a parallel
+            run and reports, in ``stats.predicted``, each count's windows, events per window
+            per rank, remote fraction, load balance and speedup bound. Needs one rank and
+            a lookahead > 0; results are the same as without it.
     """
 
     def __init__(
@@ -129,6 +138,7 @@ class Simulator:
         comm: Any = "auto",
         parallel: bool | None = None,
         gc_threshold: int | None = 100_000,
+        predict_ranks: tuple[int, ...] | list[int] = (),
     ):
         if not (isinstance(end_time, (int, float)) and end_time > 0):
             raise ConfigError(f"end_time must be a number > 0 (seconds), got {end_time!r}")
@@ -146,6 +156,13 @@ class Simulator:
         self.comm = comm
         self.rank: int = comm.rank if comm is not None else 0
         self.size: int = comm.size if comm is not None else 1
+        self.predict_ranks = check_predict_ranks(predict_ranks)
+        if self.predict_ranks:
+            if self.size > 1:
+                raise ConfigError("predict_ranks measures a parallel run on one rank; this run has several")
+            if lookahead <= 0:
+                raise ConfigError("predict_ranks needs lookahead > 0 (the width of the windows it measures)")
+            parallel = True
         if parallel is None:
             parallel = self.size > 1
         if not parallel and self.size > 1:
@@ -165,6 +182,8 @@ class Simulator:
         # checked to offer that service (or None): later remote sends skip the checks.
         self._remote_tables: dict[str, list] = {}
         self._types: dict[str, EntityType] = {}
+        # (placement spec, count) of every type, to place entities for predict_ranks.
+        self._specs: list[tuple[str, PlacementSpec, int]] = []
         self._offsets: list[int] = []
         self._type_order: list[EntityType] = []
         self._next_eid = 0
@@ -222,6 +241,7 @@ class Simulator:
         if ranks is not None and groups is not None:
             self._check_groups(name, groups, ranks)
         self._types[name] = etype
+        self._specs.append((name, placement, count))
         self._type_order.append(etype)
         self._offsets.append(offset)
         self._next_eid += count
@@ -526,6 +546,10 @@ class Simulator:
         la = self.lookahead
         end = self.end_time
         outboxes = self._outboxes
+        prof = self._window_profile() if self.predict_ranks else None
+        # A blocking process may run the next event itself (Process._pass); the statistics
+        # mode sends every event through this loop so that each is counted.
+        direct = prof is None
         windows = 0
         sync_s = 0.0
         error: SimulationError | None = None
@@ -581,7 +605,7 @@ class Simulator:
             if wend > end:
                 wend = end
             self._horizon = wend
-            self._direct = True
+            self._direct = direct
             e = None
             try:
                 if stop is not None:
@@ -596,6 +620,8 @@ class Simulator:
                     else:
                         break
                     self.now = e.t
+                    if prof is not None:
+                        prof.count(e)
                     e.fn(e.data)
             except BaseException as exc:
                 if exchange is None:
@@ -617,12 +643,26 @@ class Simulator:
                 self._horizon = -math.inf
                 self._direct = False
                 self._untie()
+            if prof is not None:
+                prof.end_window()
+        if prof is not None:
+            self.stats.predicted = prof.result()
         self.stats.windows = windows
         self._sync_s = sync_s
         self._exchange = exchange
         if exchange is None:
             return self._count_events(0, 0, guards=1)
         return self._count_events(exchange.sent_events, exchange.recv_events, guards=1)
+
+    def _window_profile(self) -> WindowProfile:
+        """The counters of the statistics mode: every entity's rank for each predicted count."""
+        owners = []
+        for p in self.predict_ranks:
+            ranks: list[int] = []
+            for name, spec, count in self._specs:
+                ranks += place(spec, name, count, p).tolist()
+            owners.append(ranks)
+        return WindowProfile(self.predict_ranks, owners)
 
     def _resolve_delivery(self, dest: int, service: str) -> Any:
         """The callable of a remote event's first delivery to (dest, service), cached like a local send's."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from pdes import ConfigError, Simulator
+from pdes.placement import ByRanks
 
 from ..topology import KIND_EJECT, KIND_INJECT, Topology
 from .config import NetworkConfig
@@ -105,15 +106,20 @@ class Network:
         self.node_rank = router_rank[node_router]
         # The flow model's solver takes the id after the nodes (where routers would be).
         self.solver_eid = router_off if config.model == "flow" else -1
+        # Placements as functions of the rank count, so that the kernel's statistics mode
+        # (predict_ranks) can place the machine for counts other than this run's.
+        def routers_on(p: int) -> np.ndarray:
+            return router_rank if p == sim.size else (topology.partition(p) if p > 1 else np.zeros(r, dtype=np.int32))
+
         self.nodes = sim.add_entities(
             node_cls, n, self, *node_args, name=NODE_TYPE,
-            placement=self.node_rank, group=lambda i: ("net", int(node_router[i])),
+            placement=ByRanks(lambda p: routers_on(p)[node_router]), group=lambda i: ("net", int(node_router[i])),
         )
         self.routers = []
         if packet:
             router_cls = CreditRouter if self.state.credits is not None else Router
             self.routers = sim.add_entities(
-                router_cls, r, self, name=ROUTER_TYPE, placement=router_rank, group=lambda i: ("net", i),
+                router_cls, r, self, name=ROUTER_TYPE, placement=ByRanks(routers_on), group=lambda i: ("net", i),
             )
         self.node_offset = node_off
         self.solver: FlowSolver | None = None

@@ -199,7 +199,8 @@ class PholdProcessLP(_PholdBase):
 STYLES = {"service": PholdLP, "process": PholdProcessLP}
 
 
-def build(params: PholdParams, *, style: str = "service", seed: int = 0, comm="auto", parallel=None) -> Simulator:
+def build(params: PholdParams, *, style: str = "service", seed: int = 0, comm="auto", parallel=None,
+          predict_ranks: tuple[int, ...] = ()) -> Simulator:
     """A simulator holding a PHOLD model, ready to run."""
     try:
         cls = STYLES[style]
@@ -207,14 +208,17 @@ def build(params: PholdParams, *, style: str = "service", seed: int = 0, comm="a
         raise ValueError(f"unknown PHOLD style {style!r}; valid: {', '.join(STYLES)}") from None
     if cls is PholdLP and not params.digest and not params.max_hops and params.mean_delay > 0:
         cls = _PlainPholdLP if params.regions == 1 else _PlainRegionPholdLP
-    sim = Simulator(end_time=params.end_time, lookahead=params.lookahead, seed=seed, comm=comm, parallel=parallel)
+    sim = Simulator(end_time=params.end_time, lookahead=params.lookahead, seed=seed, comm=comm, parallel=parallel,
+                    predict_ranks=predict_ranks)
     sim.add_entities(cls, params.n_lps, params, name="lp", placement="block")
     return sim
 
 
-def run(params: PholdParams, *, style: str = "service", seed: int = 0, comm="auto", parallel=None) -> tuple[Simulator, RunStats]:
-    """Build and run PHOLD; returns the simulator (for per-LP state) and its statistics."""
-    sim = build(params, style=style, seed=seed, comm=comm, parallel=parallel)
+def run(params: PholdParams, *, style: str = "service", seed: int = 0, comm="auto", parallel=None,
+        predict_ranks: tuple[int, ...] = ()) -> tuple[Simulator, RunStats]:
+    """Build and run PHOLD; returns the simulator (for per-LP state) and its statistics
+    (``predict_ranks``: the kernel's statistics mode, see :mod:`pdes.predict`)."""
+    sim = build(params, style=style, seed=seed, comm=comm, parallel=parallel, predict_ranks=predict_ranks)
     return sim, sim.run()
 
 
@@ -250,6 +254,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--parallel", action="store_true", help="use the windowed loop even on one rank")
     ap.add_argument("--digest", action="store_true", help="record and print a digest of every LP's events")
+    ap.add_argument("--predict", default="", metavar="P,P,...",
+                    help="sequentially, predict the parallel figures of these rank counts (pdes.predict)")
     a = ap.parse_args(argv)
     from ..parallel import install_abort_hook, world_comm
 
@@ -264,14 +270,23 @@ def main(argv: list[str] | None = None) -> None:
         n_lps=a.lps, events_per_lp=a.events, end_time=a.end, lookahead=a.lookahead, mean_delay=a.mean,
         remote=a.remote, regions=a.regions or size, digest=a.digest,
     )
-    sim, st = run(params, style=a.style, seed=a.seed, comm=comm, parallel=a.parallel or None)
+    try:
+        predict = tuple(int(x) for x in a.predict.split(",") if x.strip())
+    except ValueError:
+        ap.error(f"--predict takes rank counts separated by commas, got {a.predict!r}")
+    sim, st = run(params, style=a.style, seed=a.seed, comm=comm, parallel=a.parallel or None, predict_ranks=predict)
     digest = run_digest(sim) if a.digest else None
     if sim.rank == 0:
+        if st.predicted:
+            from ..predict import prediction_table
+
+            print(prediction_table(st.predicted))
         print(json.dumps({
             "events": st.events, "wall_s": st.wall_s, "events_per_s": st.events_per_s, "ranks": st.ranks,
             "windows": st.windows, "remote_fraction": st.remote_fraction,
             "exec_s_per_rank": st.exec_s_per_rank, "sync_s_per_rank": st.sync_s_per_rank,
             "expected_events": params.expected_events(), "digest": digest,
+            "predicted": {p: vars(r) for p, r in st.predicted.items()},
         }))
 
 

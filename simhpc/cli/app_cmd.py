@@ -10,7 +10,7 @@ from typing import Any
 
 from pdes.errors import UserError
 
-from .common import CliError, print_json, table
+from .common import CliError, predict_ranks_arg, print_json, table
 
 HELP = "run one skeleton app alone on a machine: predicted runtime, bytes sent, per-link hot spots"
 
@@ -40,6 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="an app argument (repeatable); values are Python literals or strings, e.g. nbytes=64KiB, grid=[4,4,2]")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.add_argument("--predict-ranks", default=None, metavar="P,P,...",
+                        help="run sequentially and predict how the run would parallelize on these "
+                             "MPI rank counts (windows, events per window per rank, remote events, "
+                             "speedup bound), e.g. 2,4,8,16")
 
 
 def take_extra(args: argparse.Namespace, extra: list[str]) -> list[str]:
@@ -142,7 +146,10 @@ def run(args: argparse.Namespace) -> int:
         options["end_time"] = parse_time(args.end_time, what="--end-time")
     algorithms = {k: str(v) for k, v in _pairs(args.algorithm, "--algorithm").items()}
     app_args = _pairs(list(args.app_args) + list(args.arg), "app argument")
+    predict = predict_ranks_arg(args.predict_ranks)
     comm = world_comm()
+    if predict and comm is not None and comm.size > 1:
+        raise CliError("--predict-ranks runs on one rank (it predicts a parallel run); run it without mpirun")
     install_abort_hook(comm)
     rank = comm.rank if comm is not None else 0
     machine = get_machine(args.machine)
@@ -154,7 +161,8 @@ def run(args: argparse.Namespace) -> int:
             warnings.simplefilter("ignore", OversubscriptionWarning)
             res = run_app(machine, args.name, args.ranks, placement=placement, network=network,
                           ranks_per_node=args.ranks_per_node, mapping=args.mapping, seed=args.seed, comm=comm,
-                          algorithms=algorithms, hot_links=args.top, app_args=app_args, **options)
+                          algorithms=algorithms, hot_links=args.top, app_args=app_args, predict_ranks=predict,
+                          **options)
     except UserError:  # a bad app, argument or option: one line, exit status 2 (common.user_errors)
         raise
     except AppsError as exc:  # the simulated app failed (raised, deadlocked, timed out): exit status 1
@@ -167,7 +175,13 @@ def run(args: argparse.Namespace) -> int:
         print_json(res.to_dict())
         return 0
     print(_report(res))
+    if res.stats.predicted:
+        from pdes.predict import prediction_table
+
+        print("\nparallel prediction (the same windows and events under mpirun -n P):")
+        print(prediction_table(res.stats.predicted))
     return 0
+
 
 
 def _fmt_time(s: float) -> str:

@@ -136,3 +136,16 @@ def _numeric(s: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def predict_ranks_arg(text: str | None) -> tuple[int, ...]:
+    """--predict-ranks as rank counts (whole numbers >= 1)."""
+    if text is None:
+        return ()
+    try:
+        ps = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        ps = ()
+    if not ps or min(ps) < 1:
+        raise CliError(f"--predict-ranks takes rank counts >= 1 separated by commas, e.g. 2,4,8,16; got {text!r}")
+    return ps

@@ -9,7 +9,7 @@ from typing import Any
 from pdes.validate import check_seed
 
 from ..outputs import output_problem
-from .common import CliError, print_json
+from .common import CliError, predict_ranks_arg, print_json
 
 HELP = "run an experiment (a TOML file, or the bundled default) and write its results (HDF5)"
 
@@ -28,6 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override a value of the experiment, e.g. --set scheduler.allocator=random "
                              "or --set workload.jobs=50 (repeatable)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--predict-ranks", default=None, metavar="P,P,...",
+                        help="run on one rank and predict how the run would parallelize on these MPI rank "
+                             "counts (windows, events per window per rank, remote events, speedup bound), "
+                             "e.g. 2,4,8,16; recorded in the results (/run/predicted_*)")
     parser.add_argument("--print-config", action="store_true", help="print the experiment as TOML and exit")
     parser.add_argument("--json", action="store_true", help="end the output with one JSON object of the figures")
 
@@ -51,7 +55,10 @@ def run(args: argparse.Namespace) -> int:
     out, flag = None, "--out"
     if not args.no_out:
         out, flag = (args.out, "--out") if args.out is not None else (exp.output.path, "output.path")
+    predict = predict_ranks_arg(args.predict_ranks)
     comm = _world_comm()
+    if predict and comm is not None and comm.size > 1:
+        raise CliError("--predict-ranks runs on one rank (it predicts a parallel run); run it without mpirun")
     rank = comm.rank if comm is not None else 0
     if out is not None:
         # Checked on rank 0 and shared, so that every rank stops (none waits for rank 0 in the run).
@@ -61,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             raise CliError(problem)
     try:
-        res = run_experiment(exp, comm=comm, progress=False if args.quiet else None)
+        res = run_experiment(exp, comm=comm, progress=False if args.quiet else None, predict_ranks=predict)
     except ConfigError as exc:
         # Values checked only when the run builds its parts (allocator options, the trace file).
         raise ConfigError(f"{source}: {exc}") from None
@@ -76,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
 
     s = res.summary()
     print(summary_text(s))
+    if predict:
+        print(prediction_text(res.run))
     if out is not None:
         print(f"results written to {out}")
     if args.json:
@@ -83,6 +92,20 @@ def run(args: argparse.Namespace) -> int:
             s["results"] = out
         print_json(s)
     return 0
+
+
+def prediction_text(run: dict[str, Any]) -> str:
+    """The parallel prediction recorded in a results file's run statistics, as a table."""
+    from pdes.predict import RankPrediction, prediction_table
+
+    pred = {
+        int(p): RankPrediction(ranks=int(p), windows=int(run["windows"]), events=int(run["events"]),
+                               events_per_window_per_rank=e, remote_fraction=r, busiest_rank_share=b, speedup_bound=s)
+        for p, e, r, b, s in zip(run["predicted_ranks"], run["predicted_events_per_window_per_rank"],
+                                 run["predicted_remote_fraction"], run["predicted_busiest_rank_share"],
+                                 run["predicted_speedup_bound"])
+    }
+    return "\nparallel prediction (the same windows and events under mpirun -n P):\n" + prediction_table(pred)
 
 
 def _world_comm() -> Any:

@@ -145,6 +145,16 @@ def build_results(*, exp: Experiment, machine: Any, jobs: list[Job], trace_rejec
         "ranks_per_node": int(rpn), "workload_jobs": int(workload.get("jobs", len(all_jobs))),
         "app_jobs": int(workload.get("app_jobs", 0)), "foreground_jobs": int(workload.get("foreground", 0)),
     }
+    if stats.predicted:
+        # The kernel's statistics mode: one list entry per predicted rank count.
+        pred = [stats.predicted[p] for p in sorted(stats.predicted)]
+        run.update({
+            "predicted_ranks": [r.ranks for r in pred],
+            "predicted_events_per_window_per_rank": [float(r.events_per_window_per_rank) for r in pred],
+            "predicted_remote_fraction": [float(r.remote_fraction) for r in pred],
+            "predicted_busiest_rank_share": [float(r.busiest_rank_share) for r in pred],
+            "predicted_speedup_bound": [float(r.speedup_bound) for r in pred],
+        })
     from apps.mapping import oversubscription
 
     oversub = oversubscription(rpn, machine.cores_per_node, what="scheduler.ranks_per_node", warn=False)

@@ -266,7 +266,8 @@ def _progress_bar(total: int, enabled: bool | None) -> Any:
 
 
 # ---------------------------------------------------------------------------------- run
-def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None = None, observer: Any = None) -> Any:
+def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None = None, observer: Any = None,
+                   predict_ranks: tuple[int, ...] = ()) -> Any:
     """Run ``exp``; returns its :class:`~simhpc.results.Results` on rank 0 (None elsewhere).
 
     ``progress``: show a progress bar on rank 0 (default: when stderr is a terminal).
@@ -278,6 +279,8 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     link ids, filled as jobs start under a link-reserving allocator).
     ``observer.job_started(job, rank_nodes)`` and ``observer.job_ended(record)`` are called on
     rank 0 in the events where an app job is launched and where it ends.
+    ``predict_ranks``: run on one rank in the kernel's statistics mode (:mod:`pdes.predict`)
+    and record each rank count's parallel figures in the results (``run["predicted_*"]``).
     """
     from apps.mapping import oversubscription
     from apps.node import MpiOptions
@@ -301,7 +304,7 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
                           options=MpiOptions(eager_threshold=sc.eager_threshold, algorithms=dict(sc.algorithms)),
                           observer=observer, topology=machine.topology)
     plat = build_platform(machine, exp.network, seed=exp.seed, end_time=exp.end_time, comm=comm,
-                          on_end=runner.on_end)
+                          on_end=runner.on_end, predict_ranks=predict_ranks)
     sim, net, mgr = plat.sim, plat.net, plat.manager
     if sim.size > 1:
         from pdes.parallel import install_abort_hook

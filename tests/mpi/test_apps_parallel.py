@@ -71,3 +71,20 @@ def test_failures_and_deadlocks_are_raised_on_every_rank():
         run_app("tiny-torus", "t-par-deadlock", 64, ranks_per_node=1, comm=comm)
     assert len(ei.value.blocked) == 64
     assert ei.value.blocked[63] == (63, 63, "recv(source=0, tag=ANY_TAG, comm=world)")
+
+
+def test_the_statistics_mode_predicts_an_apps_parallel_run():
+    # Network placements are functions of the rank count (pdes.placement.ByRanks), so a
+    # sequential run can place the machine for P ranks and foresee the parallel run.
+    from mpi4py import MPI
+
+    from apps import run_app
+
+    comm = MPI.COMM_WORLD
+    kw = dict(ranks_per_node=1, placement="random", seed=4, app_args={"iters": 2})
+    par = run_app("tiny-dragonfly", "stencil3d", 16, comm=comm, **kw)
+    seq = run_app("tiny-dragonfly", "stencil3d", 16, comm=None, predict_ranks=(comm.size,), **kw)
+    pred = seq.stats.predicted[comm.size]
+    assert pred.windows == par.stats.windows and pred.events == par.stats.events
+    assert list(pred.events_per_rank) == par.stats.events_per_rank
+    assert seq.runtime == par.runtime

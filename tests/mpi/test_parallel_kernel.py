@@ -330,3 +330,18 @@ def test_empty_stretches_of_time_are_skipped():
     sim.add_entities(E, 2 * comm.size)
     st = sim.run()
     assert st.windows == 2 and st.events == 4 * comm.size
+
+
+def test_the_statistics_mode_predicts_this_runs_windows_and_events_per_rank():
+    # A sequential run with predict_ranks=(P,) has the parallel run's windows and puts the
+    # same events on each rank (windows and results do not depend on the rank count).
+    from pdes.examples.phold import PholdParams, run
+
+    comm = _comm()
+    p = PholdParams(n_lps=64, events_per_lp=3, end_time=15.0, regions=8, remote=0.3)
+    _, st = run(p, seed=3, comm=comm, parallel=True)
+    _, seq = run(p, seed=3, comm=None, predict_ranks=(comm.size, 16))
+    pred = seq.predicted[comm.size]
+    assert pred.windows == st.windows and pred.events == st.events == seq.events
+    assert list(pred.events_per_rank) == st.events_per_rank
+    assert 1.0 <= pred.speedup_bound <= comm.size and seq.predicted[16].speedup_bound <= 16

@@ -37,6 +37,15 @@ def test_text_output_names_runtime_bytes_and_hot_links(capsys):
     assert table[-1].startswith("ideal network: no contention")
 
 
+def test_predict_ranks_prints_the_parallel_prediction(capsys):
+    code, out, _ = cli(capsys, "stencil3d", "--machine", "tiny-dragonfly", "--ranks", "16", "--ranks-per-node", "1",
+                       "--placement", "random", "--arg", "iters=1", "--predict-ranks", "1,2,4")
+    assert code == 0
+    table = out.split("parallel prediction (the same windows and events under mpirun -n P):")[1].strip().splitlines()
+    assert table[0].split()[:2] == ["ranks", "windows"] and [r.split()[0] for r in table[2:]] == ["1", "2", "4"]
+    assert table[2].split()[-1] == "1.00"  # one rank: no speedup
+
+
 def test_explicit_placement_and_listing(capsys):
     code, out, _ = cli(capsys, "even-odd", "--machine", "tiny-mesh", "--ranks", "4", "--ranks-per-node", "1",
                        "--placement", "0,31,5,9", "--json")
@@ -60,6 +69,8 @@ def test_explicit_placement_and_listing(capsys):
     (["ring", "--ranks", "4", "--network", "flow", "--chunk-size", "1KiB"], "chunk_size is an option of the packet model only"),
     (["ring", "--ranks", "4", "--eager", "-1"], "--eager must be a whole number of bytes >= 0, got '-1'"),
     (["ring", "--ranks", "4", "--eager", "abc"], "--eager: cannot parse 'abc'"),
+    (["ring", "--ranks", "4", "--predict-ranks", "2,0"], "--predict-ranks takes rank counts >= 1"),
+    (["ring", "--ranks", "4", "--predict-ranks", "four"], "--predict-ranks takes rank counts >= 1"),
 ])
 def test_user_mistakes_are_one_line_errors_with_status_2(capsys, argv, msg):
     code, out, err = cli(capsys, *argv)

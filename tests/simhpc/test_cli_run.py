@@ -97,3 +97,20 @@ def test_a_small_run_writes_a_results_file(tmp_path, capsys):
     shown = capsys.readouterr().out.splitlines()
     assert shown[0].startswith(f"{out}: simhpc ") and shown[1:] == printed[:-1]
     assert any(line.startswith("mean wait") for line in shown)
+
+
+def test_predict_ranks_records_and_prints_the_parallel_prediction(tmp_path, capsys):
+    out = tmp_path / "p.h5"
+    small = ["workload.jobs=4", "foreground.0.count=1", "scheduler.alone_baseline=false", "scheduler.ideal_baseline=false"]
+    assert main(["run", "--quiet", "--out", str(out), "--predict-ranks", "4,2",
+                 *(a for k in small for a in ("--set", k))]) == 0
+    text = capsys.readouterr().out
+    table = text.split("parallel prediction (the same windows and events under mpirun -n P):")[1].strip().splitlines()
+    assert [r.split()[0] for r in table[2:4]] == ["2", "4"]
+    from simhpc.results.hdf5 import read_results
+
+    run = read_results(out).run
+    assert list(run["predicted_ranks"]) == [2, 4] and run["windows"] > 0
+    assert all(1.0 <= b <= p for b, p in zip(run["predicted_speedup_bound"], (2, 4)))
+    assert main(["run", "--no-out", "--predict-ranks", "0"]) == 2
+    assert "--predict-ranks takes rank counts >= 1" in capsys.readouterr().err
