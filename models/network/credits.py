@@ -27,6 +27,13 @@ that the channel dependency graph over (link, VC) buffers is acyclic.
   Local routes inside a group are acyclic by themselves (one hop in flat groups; row, then
   column in cascade groups), so dependencies only run local(v) -> global(v) -> local(v+1):
   minimal routes need two VCs, Valiant and UGAL (which may take a Valiant route) three.
+
+Adaptive routings (dragonfly ``ugal``/``ugal-g``, fat-tree ``adaptive``) are decided per
+chunk by the source router when the chunk's head arrives from its NIC (the NIC sends it
+with the zero-load route): the router reads :meth:`CreditState.occupancy` of its own output
+ports (credits in use: the downstream buffer and the bytes in flight or on their way back as
+credit, plus the bytes waiting for credit), which is state only that router changes, so the
+choice is the same for any number of ranks. Ties keep the zero-load route.
 """
 
 from __future__ import annotations
@@ -136,6 +143,7 @@ class CreditState:
             )
         self.nvc = vcs
         self.need = need
+        self.buffer_size = float(buffer_size)
         self._fn = fn
         self._cache: dict[tuple[int, ...], tuple[int, ...]] = {}
         # Credits per (link, VC) at the link's sender; ejection links are never throttled.
@@ -149,6 +157,22 @@ class CreditState:
         self.waitq: dict[int, deque] = {}
         self.src_eid: list[int] = link_src_eid.tolist()
         self.stalls = 0
+
+    def occupancy(self, l: int) -> float:
+        """Bytes of output port ``l`` in use: credits taken on every VC (downstream buffer,
+        bytes in flight, credits on their way back) plus the bytes of the chunks waiting for
+        credit. Read by the adaptive routings at the port's own router."""
+        nvc = self.nvc
+        k0 = l * nvc
+        credit = self.credit
+        used = nvc * self.buffer_size - sum(credit[k0:k0 + nvc])
+        waitq = self.waitq
+        if waitq:
+            for k in range(k0, k0 + nvc):
+                q = waitq.get(k)
+                if q is not None:
+                    used += sum(e[0][2] for e in q)
+        return used
 
     def vcs_of(self, route: tuple[int, ...]) -> tuple[int, ...]:
         """The VC of every hop of ``route`` (cached per route)."""
@@ -173,6 +197,28 @@ class CreditRouter(Entity):
         self.net = net
         self._st = net.state
         self._cr = net.state.credits
+        topo = net.topology
+        if topo.is_adaptive:
+            # Only adaptive routings pay for the check at the first hop.
+            self._topo = topo
+            self._lsrc: list[int] = topo.link_src.tolist()
+            self._ldst: list[int] = topo.link_dst.tolist()
+            self.chunk = self._chunk_adaptive
+
+    def _chunk_adaptive(self, d: tuple) -> None:
+        """:meth:`chunk` for adaptive routings: at the source router (hop 1) the route is
+        chosen from the occupancy of the ports; further on the chunk follows it."""
+        if d[1] == 1:
+            route, _, nb, tail, msg, _ = d
+            st = self._st
+            job = msg[3]
+            if not (st.job_links and job in st.job_links):
+                cs = self._cr
+                new = self._topo.route_adaptive(self._lsrc[route[0]], self._ldst[route[-1]], msg[1], cs.occupancy)
+                if new != route:
+                    st.jobs[job][1] += nb * (len(new) - len(route))
+                    d = (new, 1, nb, tail, msg, cs.vcs_of(new))
+        CreditRouter.chunk(self, d)
 
     def chunk(self, d: tuple) -> None:
         """The head of a chunk arrived: send it on if its next buffer has room, else queue it."""

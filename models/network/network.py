@@ -91,6 +91,9 @@ class Network:
         self.config = config
         n, r = topology.n_nodes, topology.n_routers
         router_rank = topology.partition(sim.size) if sim.size > 1 else np.zeros(r, dtype=np.int32)
+        if topology.routing in topology.GLOBAL_STATE_ROUTINGS:
+            # An oracle routing reads ports anywhere: every port must be on the deciding rank.
+            router_rank = np.zeros(r, dtype=np.int32)
         node_router = topology.node_router
         packet = config.model == "packet"
         # Entity ids: nodes first, then routers (if any), after whatever the model added.

@@ -88,6 +88,11 @@ class Torus(Topology):
         dim_bw = tuple(b * k for b, k in zip(base_bw, mult))
         ibw = max(base_bw) if self.inject_bw is None else check_bw(c, "inject_bw", self.inject_bw)
         ilat = min(lat) if self.inject_lat is None else check_lat(c, "inject_lat", self.inject_lat)
+        if self.routing in ("adaptive", "minimal-adaptive"):
+            raise TopologyError(
+                f"{c}: routing {self.routing!r} is not available on a torus (minimal adaptive routing with an "
+                f"escape virtual channel is not implemented); valid: {', '.join(self.ROUTINGS)}"
+            )
         check_choice(c, "routing", self.routing, self.ROUTINGS)
         seed = check_int(c, "seed", self.seed, 0)
         cache = check_int(c, "cache_size", self.cache_size, 1)
