@@ -2,9 +2,11 @@
 
 A link carries, per unit of offered load (every node injecting at the fraction ``load`` of its
 injection bandwidth), the expected bytes per second of the routes that cross it; its
-*channel load* is that over its bandwidth. No network can accept more than ``1 / max load``
-of the injection bandwidth (Dally & Towles, ch. 3): the saturation bound that measured
-throughputs are compared against (``docs/traffic.md``, "Known results").
+*channel load* is that over its bandwidth. With every node offering the same load, the
+busiest channel saturates at ``1 / max load`` of the injection bandwidth (Dally & Towles,
+ch. 3): the bound on the saturation throughput that measurements are compared against
+(``docs/traffic.md``, "Known results"). Past it the accepted throughput of an unbalanced
+pattern may still grow, from the flows that avoid the busiest channels.
 
 The expectation is estimated the way the ``traffic`` app draws: ``samples`` destinations per
 source from the pattern (with a seeded stream), each routed with its sample index as the
@@ -33,8 +35,8 @@ class ChannelBound:
     """The channel loads of a pattern on a machine.
 
     Attributes:
-        bound: ``1 / max_load``: the highest accepted throughput (fraction of injection
-            bandwidth) the routing allows.
+        bound: ``1 / max_load``: the highest load (fraction of injection bandwidth) that
+            every node can offer and have accepted in full with this routing.
         max_load: the largest channel load per unit offered load.
         link: the id of a link with that load; ``kind``: its kind (``local``, ``global``,
             ``eject``, ...).

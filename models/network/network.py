@@ -86,6 +86,13 @@ class Network:
                 f"the simulator's lookahead {sim.lookahead!r} s exceeds the network's minimum "
                 f"router-to-router latency {la!r} s; use network_lookahead(topology)"
             )
+        if topology.routing in topology.PER_HOP_ROUTINGS and config.model != "ideal" and not (
+                config.model == "packet" and config.buffers == "credit"):
+            raise ConfigError(
+                f"{topology.name} routing {topology.routing!r} chooses a port at every router from its credits: "
+                f"it needs model='packet' with buffers='credit' (got model={config.model!r}, buffers={config.buffers!r}); "
+                f"valid routings otherwise: {', '.join(r for r in topology.ROUTINGS if r not in topology.PER_HOP_ROUTINGS)}"
+            )
         self.sim = sim
         self.topology = topology
         self.config = config

@@ -65,6 +65,9 @@ class Topology(ABC):
     #: the packet model keeps the whole network on one rank for them, so that every port
     #: they read is local and results stay the same for any number of ranks.
     GLOBAL_STATE_ROUTINGS: ClassVar[tuple[str, ...]] = ()
+    #: Adaptive routings decided again at every router, not only at the source: only the
+    #: packet model with credit-based flow control runs them.
+    PER_HOP_ROUTINGS: ClassVar[tuple[str, ...]] = ()
 
     routing: str
     n_nodes: int

@@ -119,7 +119,7 @@ def test_adaptive_routing_under_load_is_identical_to_sequential(machine, routing
 @pytest.mark.parametrize(
     "machine, routing",
     [("tiny-fattree3", None), ("tiny-torus", None), ("tiny-dragonfly", "valiant"), ("tiny-dragonfly", "ugal"),
-     ("tiny-fattree3", "adaptive"), ("tiny-dragonfly", "ugal-g")],
+     ("tiny-fattree3", "adaptive"), ("tiny-dragonfly", "ugal-g"), ("tiny-torus", "adaptive")],
 )
 def test_credit_flow_control_at_saturation_is_identical_to_sequential(machine, routing):
     # One-chunk buffers: credits cross ranks back over router-to-router links, and chunks

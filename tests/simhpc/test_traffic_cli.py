@@ -85,7 +85,9 @@ def test_list_names_every_pattern(capsys):
     (["--buffer-size", "64KiB"], "buffer_size is an option of buffers='credit' only"),
     (["--machine", "tiny-dragonfly", "--routing", "valiant", "--buffers", "credit", "--vcs", "2"],
      "vcs = 2 is too few virtual channels for deadlock freedom"),
-    (["--routing", "adaptive"], "routing 'adaptive' is not one of the torus routings of machine tiny-torus: dor"),
+    (["--routing", "adaptive"], "torus routing 'adaptive' chooses a port at every router from its credits: it needs "
+                                "model='packet' with buffers='credit'"),
+    (["--routing", "ugal"], "routing 'ugal' is not one of the torus routings of machine tiny-torus: dor, adaptive"),
 ])
 def test_bad_input_is_one_line_and_exit_status_2(capsys, argv, message):
     code, out, err = cli(capsys, *argv)
