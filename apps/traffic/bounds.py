@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from models.presets import Machine, get_machine
-from models.topology import KIND_INJECT
+from models.topology import KIND_INJECT, KIND_NAMES
 
 from ..errors import AppConfigError
 from .patterns import build_pattern
@@ -93,13 +93,4 @@ def channel_bound(machine: str | Machine, pattern: str, *, routing: str | None =
     l = int(np.argmax(masked))
     mx = float(masked[l])
     return ChannelBound(bound=(1.0 / mx) if mx > 0 else float("inf"), max_load=mx, link=l,
-                        kind=_kind_name(int(kinds[l])), loads=load)
-
-
-def _kind_name(k: int) -> str:
-    from models import topology as T
-
-    for name in ("INJECT", "EJECT", "LOCAL", "GLOBAL", "UP", "DOWN"):
-        if getattr(T, f"KIND_{name}", None) == k:
-            return name.lower()
-    return str(k)
+                        kind=KIND_NAMES[int(kinds[l])], loads=load)
