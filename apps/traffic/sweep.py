@@ -28,6 +28,7 @@ from models.presets import Machine, get_machine
 from models.units import parse_time
 
 from ..errors import AppConfigError
+from ..platform import network_config
 from ..registry import get_app
 from ..run import AppResult, run_app
 from .patterns import build_pattern
@@ -77,10 +78,13 @@ class TrafficSweep:
     nodes: int
     args: dict[str, Any]
     points: tuple[TrafficPoint, ...]
+    #: The packet model's buffers: ``"infinite"`` or ``"credit"`` (other models: ``"infinite"``).
+    buffers: str = "infinite"
 
     def to_dict(self) -> dict[str, Any]:
         return {"machine": self.machine, "pattern": self.pattern, "routing": self.routing, "network": self.network,
-                "nodes": self.nodes, "args": dict(self.args), "points": [p.to_dict() for p in self.points]}
+                "buffers": self.buffers, "nodes": self.nodes, "args": dict(self.args),
+                "points": [p.to_dict() for p in self.points]}
 
 
 def traffic_point(res: AppResult) -> TrafficPoint:
@@ -153,10 +157,12 @@ def sweep(machine: str | Machine, pattern: str, loads: Sequence[float], *, routi
             "hot_nodes": hot_nodes, "hot_fraction": hot_fraction}
     points = []
     model = None
+    config = network_config(network)
     for load in loads:
-        res = run_app(m, APP, 2 * n, ranks_per_node=2, placement="contiguous", network=network, seed=seed,
+        res = run_app(m, APP, 2 * n, ranks_per_node=2, placement="contiguous", network=config, seed=seed,
                       comm=comm, hot_links=0, app_args={**args, "load": load})
         model = res.network
         points.append(traffic_point(res))
+    buffers = config.buffers if config.model == "packet" else "infinite"
     return TrafficSweep(machine=m.name, pattern=pattern, routing=m.topology.routing, network=str(model), nodes=n,
-                        args=args, points=tuple(points))
+                        args=args, points=tuple(points), buffers=buffers)

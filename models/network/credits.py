@@ -22,11 +22,23 @@ that the channel dependency graph over (link, VC) buffers is acyclic.
   run from a lower dimension to a higher one; inside a ring of ``k > 2`` routers a route
   uses VC 0 until it crosses the ring's dateline (the wrap-around link) and VC 1 from that
   hop on, and a minimal route never crosses the dateline twice (two VCs when a wrapped
-  dimension has more than two routers; meshes need one).
+  dimension has more than two routers; meshes need one). Torus ``adaptive`` routing adds one
+  adaptive VC above these escape VCs (Duato): a chunk takes an adaptive VC only when it has
+  room, so no chunk ever waits for one; a chunk that finds none free waits for the escape
+  network, dimension order from where it is with the dateline rule over its remaining path,
+  and stays in it. The escape network alone is acyclic (dimension order, dateline) and
+  always drains, so the chunks holding adaptive buffers move on too.
 * **Dragonflies**: a hop's VC is the number of global links the route has taken before it.
   Local routes inside a group are acyclic by themselves (one hop in flat groups; row, then
   column in cascade groups), so dependencies only run local(v) -> global(v) -> local(v+1):
   minimal routes need two VCs, Valiant and UGAL (which may take a Valiant route) three.
+
+Adaptive routings (dragonfly ``ugal``/``ugal-g``, fat-tree ``adaptive``) are decided per
+chunk by the source router when the chunk's head arrives from its NIC (the NIC sends it
+with the zero-load route): the router reads :meth:`CreditState.occupancy` of its own output
+ports (credits in use: the downstream buffer and the bytes in flight or on their way back as
+credit, plus the bytes waiting for credit), which is state only that router changes, so the
+choice is the same for any number of ranks. Ties keep the zero-load route.
 """
 
 from __future__ import annotations
@@ -96,6 +108,9 @@ def _torus_plan(t: Torus) -> tuple[int, Callable, str]:
 
     need = 2 if any(w and kk > 2 for w, kk in zip(t.wrap, t.dims)) else 1
     why = "dimension-order routing on a torus with wrap-around (dateline)" if need == 2 else "dimension-order routing on a mesh"
+    if t.routing == "adaptive":
+        # One adaptive VC above the escape VCs.
+        return need + 1, vcs, f"adaptive routing on a {'torus' if need == 2 else 'mesh'} (escape VCs of {why}, plus one adaptive VC)"
     return need, vcs, why
 
 
@@ -136,6 +151,7 @@ class CreditState:
             )
         self.nvc = vcs
         self.need = need
+        self.buffer_size = float(buffer_size)
         self._fn = fn
         self._cache: dict[tuple[int, ...], tuple[int, ...]] = {}
         # Credits per (link, VC) at the link's sender; ejection links are never throttled.
@@ -149,6 +165,22 @@ class CreditState:
         self.waitq: dict[int, deque] = {}
         self.src_eid: list[int] = link_src_eid.tolist()
         self.stalls = 0
+
+    def occupancy(self, l: int) -> float:
+        """Bytes of output port ``l`` in use: credits taken on every VC (downstream buffer,
+        bytes in flight, credits on their way back) plus the bytes of the chunks waiting for
+        credit. Read by the adaptive routings at the port's own router."""
+        nvc = self.nvc
+        k0 = l * nvc
+        credit = self.credit
+        used = nvc * self.buffer_size - sum(credit[k0:k0 + nvc])
+        waitq = self.waitq
+        if waitq:
+            for k in range(k0, k0 + nvc):
+                q = waitq.get(k)
+                if q is not None:
+                    used += sum(e[0][2] for e in q)
+        return used
 
     def vcs_of(self, route: tuple[int, ...]) -> tuple[int, ...]:
         """The VC of every hop of ``route`` (cached per route)."""
@@ -173,6 +205,72 @@ class CreditRouter(Entity):
         self.net = net
         self._st = net.state
         self._cr = net.state.credits
+        topo = net.topology
+        if topo.is_adaptive:
+            # Only adaptive routings pay for the check at the first hop (or every hop).
+            self._topo = topo
+            self._lsrc: list[int] = topo.link_src.tolist()
+            self._ldst: list[int] = topo.link_dst.tolist()
+            if topo.routing in topo.PER_HOP_ROUTINGS:
+                self._avc = self._cr.need - 1
+                self._nn = topo.n_nodes
+                self._suffix: dict[tuple[int, int], tuple] = {}
+                self.chunk = self._chunk_per_hop
+            else:
+                self.chunk = self._chunk_adaptive
+
+    def _chunk_adaptive(self, d: tuple) -> None:
+        """:meth:`chunk` for adaptive routings: at the source router (hop 1) the route is
+        chosen from the occupancy of the ports; further on the chunk follows it."""
+        if d[1] == 1:
+            route, _, nb, tail, msg, _ = d
+            st = self._st
+            job = msg[3]
+            if not (st.job_links and job in st.job_links):
+                cs = self._cr
+                new = self._topo.route_adaptive(self._lsrc[route[0]], self._ldst[route[-1]], msg[1], cs.occupancy)
+                if new != route:
+                    st.jobs[job][1] += nb * (len(new) - len(route))
+                    d = (new, 1, nb, tail, msg, cs.vcs_of(new))
+        CreditRouter.chunk(self, d)
+
+    def _chunk_per_hop(self, d: tuple) -> None:
+        """:meth:`chunk` for minimal adaptive routing with an escape network (torus
+        ``adaptive``): unless the chunk is in the escape network already or its next hop is
+        its ejection, it takes the minimal port whose adaptive VC has the most room (ties:
+        the lower dimension), if any has room for it; else it keeps its dimension-order
+        route from here, on the escape VCs."""
+        route, hop, nb, tail, msg, vcs = d
+        avc = self._avc
+        if hop < len(route) - 1 and (hop == 1 or vcs[hop - 1] == avc):
+            cs = self._cr
+            nvc = cs.nvc
+            credit = cs.credit
+            waitq = cs.waitq
+            dst = route[-1] - self._nn
+            best, room = -1, nb - 1
+            for c in self._topo.minimal_ports(self.index, dst):
+                k = c * nvc + avc
+                r = credit[k]
+                if r > room and k not in waitq:
+                    best, room = c, r
+            if best >= 0:
+                rest, rvcs = self._escape_path(self._ldst[best] - self._nn, dst)
+                d = (route[:hop] + (best,) + rest, hop, nb, tail, msg, vcs[:hop] + (avc,) + rvcs)
+        CreditRouter.chunk(self, d)
+
+    def _escape_path(self, router: int, dst: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Dimension order from router index ``router`` to node ``dst`` and its escape VCs
+        (the dateline rule applied from that router on), cached."""
+        key = (router, dst)
+        v = self._suffix.get(key)
+        if v is None:
+            links = self._topo.route_from_router(router, dst)
+            # vcs_of wants a whole route: an injection link in front, dropped again.
+            v = (links, self._cr.vcs_of((-1,) + links)[1:])
+            if len(self._suffix) < 1 << 16:
+                self._suffix[key] = v
+        return v
 
     def chunk(self, d: tuple) -> None:
         """The head of a chunk arrived: send it on if its next buffer has room, else queue it."""

@@ -87,11 +87,21 @@ class Network:
                 f"the simulator's lookahead {sim.lookahead!r} s exceeds the network's minimum "
                 f"router-to-router latency {la!r} s; use network_lookahead(topology)"
             )
+        if topology.routing in topology.PER_HOP_ROUTINGS and config.model != "ideal" and not (
+                config.model == "packet" and config.buffers == "credit"):
+            raise ConfigError(
+                f"{topology.name} routing {topology.routing!r} chooses a port at every router from its credits: "
+                f"it needs model='packet' with buffers='credit' (got model={config.model!r}, buffers={config.buffers!r}); "
+                f"valid routings otherwise: {', '.join(r for r in topology.ROUTINGS if r not in topology.PER_HOP_ROUTINGS)}"
+            )
         self.sim = sim
         self.topology = topology
         self.config = config
         n, r = topology.n_nodes, topology.n_routers
         router_rank = topology.partition(sim.size) if sim.size > 1 else np.zeros(r, dtype=np.int32)
+        if topology.routing in topology.GLOBAL_STATE_ROUTINGS:
+            # An oracle routing reads ports anywhere: every port must be on the deciding rank.
+            router_rank = np.zeros(r, dtype=np.int32)
         node_router = topology.node_router
         packet = config.model == "packet"
         # Entity ids: nodes first, then routers (if any), after whatever the model added.

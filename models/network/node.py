@@ -144,7 +144,8 @@ class NetworkNode(Entity):
             return
         if st.job_links and job in st.job_links:
             route = self._route_for(job, dst, mid)
-        elif self._adaptive:
+        elif self._adaptive and self._cr is None:
+            # (With credits the source router chooses, per chunk: CreditRouter.)
             now = self.sim.now
             free = st.free
             route = topo.route_adaptive(self.node, dst, mid, lambda l: max(0.0, free[l] - now))

@@ -61,6 +61,13 @@ class Topology(ABC):
     ADAPTIVE_ROUTINGS: ClassVar[tuple[str, ...]] = ()
     #: Routings whose route depends on ``key`` (the route cache is keyed by it).
     KEYED_ROUTINGS: ClassVar[tuple[str, ...]] = ()
+    #: Adaptive routings that read the state of ports beyond the source router (an oracle):
+    #: the packet model keeps the whole network on one rank for them, so that every port
+    #: they read is local and results stay the same for any number of ranks.
+    GLOBAL_STATE_ROUTINGS: ClassVar[tuple[str, ...]] = ()
+    #: Adaptive routings decided again at every router, not only at the source: only the
+    #: packet model with credit-based flow control runs them.
+    PER_HOP_ROUTINGS: ClassVar[tuple[str, ...]] = ()
 
     routing: str
     n_nodes: int
@@ -221,11 +228,14 @@ class Topology(ABC):
         return offsets, links
 
     def route_adaptive(self, src: int, dst: int, key: int, backlog: Callable[[int], float]) -> tuple[int, ...]:
-        """Route chosen at the source router from local port state.
+        """Route chosen at the source router from port state.
 
-        ``backlog(link_id)`` returns the queued seconds of an output port of the source
-        router; it is only called for links leaving that router. Oblivious routings ignore
-        it and return :meth:`route`.
+        ``backlog(link_id)`` returns the occupancy of an output port: queued seconds with
+        unbounded buffers, bytes of credit in use plus bytes waiting for credit with
+        ``buffers="credit"``, flows on the link in the flow model (only comparisons between
+        ports matter). Local routings call it only for links leaving the source router; the
+        routings of :attr:`GLOBAL_STATE_ROUTINGS` also for links further on. Oblivious
+        routings ignore it and return :meth:`route`.
         """
         return self.route(src, dst, key)
 

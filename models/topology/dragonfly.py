@@ -1,4 +1,4 @@
-"""Dragonflies (Kim et al., ISCA 2008) with minimal, Valiant and UGAL-L routing.
+"""Dragonflies (Kim et al., ISCA 2008) with minimal, Valiant, UGAL-L and UGAL-G routing.
 
 ``g`` groups of ``a`` routers; each router has ``p`` compute nodes and ``h`` global ports.
 Router index ``G * a + x`` (group ``G``, local index ``x``); node ``router * p + j``.
@@ -35,9 +35,18 @@ through two global links can occasionally be shorter, but no dragonfly routing t
 a minimal path). ``valiant``: to a random intermediate group (from a hash
 of seed, src, dst and key) by the copy nearest the source, then minimally to the destination;
 at most 5 router hops in flat groups (8 in cascade groups). Traffic within a group is routed
-minimally. ``ugal`` (UGAL-L): at the source router, the minimal path unless the queue on the
-Valiant path's first port times its hop count is smaller than the minimal path's; without
-port state (:meth:`route`, :meth:`routes`) that is the minimal path.
+minimally. ``ugal`` (UGAL-L, Kim et al.; as in BookSim and CODES): at the source router,
+the minimal path if ``q_min * H_min <= q_val * H_val``, else the Valiant path (the one
+``valiant`` would take for that message), where ``H`` is a path's router-to-router hop count
+and ``q`` the occupancy of its first output port at the source router (with credit flow
+control: the credits in use on that port, i.e. its downstream buffer and the bytes in flight,
+plus the bytes waiting for credit; so a congested global link further on shows through the
+buffers that back up towards the source). Ties go minimal and the threshold is zero.
+``ugal-g`` (UGAL-G, the idealised bound of Kim et al.): the same rule with ``q`` the summed
+occupancy of the global links on each path (one on the minimal path, two on the Valiant
+path), read wherever they are; an oracle no router could implement (the packet model keeps
+the whole network on one rank for it). Without port state (:meth:`route`, :meth:`routes`)
+both are the minimal path.
 """
 
 from __future__ import annotations
@@ -70,8 +79,9 @@ class Dragonfly(Topology):
     """
 
     name: ClassVar[str] = "dragonfly"
-    ROUTINGS: ClassVar[tuple[str, ...]] = ("minimal", "valiant", "ugal")
-    ADAPTIVE_ROUTINGS: ClassVar[tuple[str, ...]] = ("ugal",)
+    ROUTINGS: ClassVar[tuple[str, ...]] = ("minimal", "valiant", "ugal", "ugal-g")
+    ADAPTIVE_ROUTINGS: ClassVar[tuple[str, ...]] = ("ugal", "ugal-g")
+    GLOBAL_STATE_ROUTINGS: ClassVar[tuple[str, ...]] = ("ugal-g",)
     KEYED_ROUTINGS: ClassVar[tuple[str, ...]] = ("valiant",)
 
     a: int
@@ -374,20 +384,29 @@ class Dragonfly(Topology):
         return self._minimal(src, dst, pair_hash(self._salt_min, src, dst, 0))
 
     def route_adaptive(self, src: int, dst: int, key: int, backlog: Callable[[int], float]) -> tuple[int, ...]:
-        """``ugal`` (UGAL-L): minimal unless backlog(first Valiant port) x Valiant hops is
-        smaller than backlog(first minimal port) x minimal hops. Other routings return
-        :meth:`route`."""
+        """``ugal`` (UGAL-L) and ``ugal-g`` (UGAL-G): the minimal route if ``q_min * H_min <=
+        q_val * H_val``, else the Valiant route (see the module docstring); ``q`` is
+        ``backlog`` of the first router-to-router port (UGAL-L) or the sum over the global
+        links (UGAL-G). Other routings return :meth:`route`."""
         rm = self.route(src, dst, key)
-        if self.routing != "ugal" or not rm:
+        if self.routing not in self.ADAPTIVE_ROUTINGS or not rm:
             return rm
         s, d = int(src), int(dst)
         a, p = self.a, self.p
         if (s // p) // a == (d // p) // a or self.g <= 2:
             return rm
         rv = self._valiant(s, d, int(key))
-        if rv[1] == rm[1]:
-            return rm
-        return rm if backlog(rm[1]) * (len(rm) - 2) <= backlog(rv[1]) * (len(rv) - 2) else rv
+        if self.routing == "ugal":
+            if rv[1] == rm[1]:
+                # Same first port, same occupancy: the shorter path wins the rule.
+                return rm
+            qm, qv = backlog(rm[1]), backlog(rv[1])
+        else:
+            # Global links are the last link ids (from _GB on).
+            gb = self._GB
+            qm = sum(backlog(l) for l in rm if l >= gb)
+            qv = sum(backlog(l) for l in rv if l >= gb)
+        return rm if qm * (len(rm) - 2) <= qv * (len(rv) - 2) else rv
 
     # ------------------------------------------------------------------ vectorized routing
     def _local_np(self, G: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

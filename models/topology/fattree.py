@@ -27,7 +27,8 @@ Level 1's up and down links are the nodes' injection and ejection links.
 Routing goes up to the lowest common ancestor level and down along the unique path that keeps
 the replica digits chosen on the way up. D-mod-k picks up port
 ``(D // (w_1 p_1 .. w_{l-1} p_{l-1})) mod (w_l p_l)`` at level ``l``; ECMP picks the ports from
-a hash of (seed, src, dst, key); ``adaptive`` picks the source leaf's least backlogged uplink
+a hash of (seed, src, dst, key); ``adaptive`` picks the source leaf's least occupied uplink (queued
+seconds with unbounded buffers, bytes in use with credits)
 (ties to the D-mod-k port) and D-mod-k above it.
 """
 
@@ -484,7 +485,7 @@ class FatTree(Topology):
         return assemble_columns(cols)
 
     def route_adaptive(self, src: int, dst: int, key: int, backlog: Callable[[int], float]) -> tuple[int, ...]:
-        """``adaptive``: the source leaf's least backlogged up port (ties go to the D-mod-k
+        """``adaptive``: the source leaf's least occupied up port (ties go to the D-mod-k
         port), D-mod-k above it. Other routings return :meth:`route`."""
         if self.routing != "adaptive":
             return self.route(src, dst, key)

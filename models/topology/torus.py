@@ -12,6 +12,14 @@ same two routers, as on Blue Gene/Q's E dimension. A dimension's links have band
 Dimension-order routing corrects dimension 0 first, then 1, and so on. In a wrapped dimension
 it takes the shorter direction; a tie (an offset of exactly ``k/2``) goes in the ``+``
 direction. In a mesh dimension it goes straight towards the destination.
+
+``adaptive`` (minimal adaptive with an escape channel, Duato's scheme as in the Cray T3E and
+BookSim): at every router a chunk may take the minimal-direction port of any dimension it
+still has to correct (:meth:`Torus.minimal_ports`), on an adaptive virtual channel, when that
+channel has room; otherwise it falls back to the escape network, dimension order with the
+dateline virtual channels, and stays there to its destination. It needs credit-based flow
+control (``buffers="credit"``, where it is implemented); :meth:`route` and :meth:`routes`
+give its zero-load route, dimension order.
 """
 
 from __future__ import annotations
@@ -48,7 +56,10 @@ class Torus(Topology):
     """
 
     name: ClassVar[str] = "torus"
-    ROUTINGS: ClassVar[tuple[str, ...]] = ("dor",)
+    ROUTINGS: ClassVar[tuple[str, ...]] = ("dor", "adaptive")
+    ADAPTIVE_ROUTINGS: ClassVar[tuple[str, ...]] = ("adaptive",)
+    #: Routings decided again at every router (the credit router's per-hop choice).
+    PER_HOP_ROUTINGS: ClassVar[tuple[str, ...]] = ("adaptive",)
 
     dims: tuple[int, ...]
     nodes_per_router: int = 1
@@ -231,6 +242,32 @@ class Torus(Topology):
                 x = nx
         out.append(self.n_nodes + dst)
         return tuple(out)
+
+    def minimal_ports(self, router: int, dst: int) -> tuple[int, ...]:
+        """The links leaving router index ``router`` that bring it one hop closer to node
+        ``dst``: in every dimension still to correct, the port of dimension order's
+        direction (a tie of exactly ``k/2`` goes ``+``), in dimension order."""
+        c = self.nodes_per_router
+        D2 = 2 * len(self.dims)
+        s2l = self._s2l_scalar
+        rd = dst // c
+        out = []
+        for i, (k, st, wr) in enumerate(zip(self.dims, self._strides, self.wrap)):
+            xs = (router // st) % k
+            xd = (rd // st) % k
+            if xs == xd:
+                continue
+            if wr:
+                dr = 0 if 2 * ((xd - xs) % k) <= k else 1
+            else:
+                dr = 0 if xd > xs else 1
+            out.append(s2l[router * D2 + 2 * i + dr])
+        return tuple(out)
+
+    def route_from_router(self, router: int, dst: int) -> tuple[int, ...]:
+        """The dimension-order links from router index ``router`` to node ``dst``, its
+        ejection link last."""
+        return self._route1(router * self.nodes_per_router, dst, 0)[1:]
 
     def _dim_moves(self, rs: np.ndarray, rd: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Per dimension: (source coord, destination coord, steps, direction 0:+ 1:-)."""

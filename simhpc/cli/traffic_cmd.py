@@ -18,6 +18,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="offered loads, fractions of injection bandwidth in (0, 1], comma-separated (default: 0.1,...,0.9)")
     parser.add_argument("--routing", default=None, help="routing of the machine's topology (default: the preset's)")
     parser.add_argument("--network", default="packet", help="network model: packet, flow or ideal (default: packet)")
+    parser.add_argument("--buffers", default="infinite",
+                        help="packet model buffers: infinite or credit (finite, credit flow control) (default: infinite)")
+    parser.add_argument("--buffer-size", default=None,
+                        help="with --buffers credit: input buffer per port and virtual channel (default: 16KiB)")
+    parser.add_argument("--vcs", type=int, default=None,
+                        help="with --buffers credit: virtual channels per port (default: what the routing needs)")
     parser.add_argument("--msg-bytes", default="4KiB", help="message size (default: 4KiB)")
     parser.add_argument("--duration", default="100us", help="injection time per load, simulated (default: 100us)")
     parser.add_argument("--warmup", default="20us", help="start of the measurement window (default: 20us)")
@@ -71,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         from ..plots._common import mpl
 
         mpl()  # a missing matplotlib is named before the sweep runs, not after
-    network = NetworkConfig(model=args.network)
+    network = NetworkConfig(model=args.network, buffers=args.buffers, buffer_size=args.buffer_size, vcs=args.vcs)
     duration = parse_time(args.duration, what="--duration")
     warmup = parse_time(args.warmup, what="--warmup")
     if not 0 <= warmup < duration:
@@ -104,7 +110,8 @@ def _report(s: Any, plot: str | None) -> str:
     def us(t: float) -> str:
         return "-" if t != t else format_time(t)
 
-    head = (f"{s.pattern} traffic on {s.machine} ({s.nodes} nodes, {s.routing} routing, {s.network} network); "
+    net = f"{s.network} network" + (f", {s.buffers} buffers" if s.buffers != "infinite" else "")
+    head = (f"{s.pattern} traffic on {s.machine} ({s.nodes} nodes, {s.routing} routing, {net}); "
             f"throughput in fractions of injection bandwidth")
     rows = [(f"{p.load:.3g}", f"{p.offered:.3f}", f"{p.accepted:.3f}", us(p.latency_mean), us(p.latency_p99),
              p.messages, f"{p.wall_s:.2f}") for p in s.points]

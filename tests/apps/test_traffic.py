@@ -112,6 +112,6 @@ def test_the_examples_of_docs_traffic_md_run():
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "traffic.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     for code in blocks:
         exec(compile(code, "traffic.md", "exec"), {})

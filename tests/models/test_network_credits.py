@@ -110,6 +110,11 @@ SATURATION = {
     "torus": (lambda: Torus(dims=(5, 4), nodes_per_router=2, link_bw="4GB/s", link_lat="100ns"), _tornado),
     "dragonfly-valiant": (lambda: get_machine("tiny-dragonfly").topology.replace(routing="valiant"), _group_adversarial),
     "dragonfly-ugal": (lambda: get_machine("tiny-dragonfly").topology.replace(routing="ugal"), _group_adversarial),
+    "dragonfly-ugal-g": (lambda: get_machine("tiny-dragonfly").topology.replace(routing="ugal-g"), _group_adversarial),
+    "fattree-adaptive": (lambda: get_machine("tiny-fattree3").topology.replace(routing="adaptive"), _bit_complement),
+    "torus-adaptive": (lambda: Torus(dims=(5, 4), nodes_per_router=2, link_bw="4GB/s", link_lat="100ns",
+                                     routing="adaptive"), _tornado),
+    "mesh-adaptive": (lambda: Torus.mesh(dims=(4, 4), nodes_per_router=2, routing="adaptive"), _tornado),
 }
 
 
@@ -182,6 +187,10 @@ def test_virtual_channels_needed_per_topology_and_routing():
     assert vc_plan(df)[0] == 2
     assert vc_plan(df.replace(routing="valiant"))[0] == 3
     assert vc_plan(df.replace(routing="ugal"))[0] == 3
+    assert vc_plan(df.replace(routing="ugal-g"))[0] == 3
+    # Torus adaptive: the escape VCs (dateline) plus one adaptive VC.
+    assert vc_plan(get_machine("tiny-torus").topology.replace(routing="adaptive"))[0] == 3
+    assert vc_plan(get_machine("tiny-mesh").topology.replace(routing="adaptive"))[0] == 2
     # Dragonfly: the VC is the number of global hops taken so far.
     need, fn, _ = vc_plan(df.replace(routing="valiant"))
     kinds = df.link_kind
@@ -235,6 +244,7 @@ def test_bad_buffer_options_are_one_line_errors(kw, words):
         (lambda: get_machine("tiny-torus").topology, 1, 2),
         (lambda: get_machine("tiny-dragonfly").topology, 1, 2),
         (lambda: get_machine("tiny-dragonfly").topology.replace(routing="valiant"), 2, 3),
+        (lambda: get_machine("tiny-torus").topology.replace(routing="adaptive"), 2, 3),
     ],
 )
 def test_too_few_virtual_channels_for_the_routing_is_an_error(topo, vcs, need):
@@ -242,3 +252,39 @@ def test_too_few_virtual_channels_for_the_routing_is_an_error(topo, vcs, need):
         run_traffic(topo(), {}, buffers="credit", vcs=vcs)
     msg = str(ei.value)
     assert f"vcs = {vcs}" in msg and f"needs {need}" in msg and f"from {need} to 16" in msg
+
+
+# -- adaptive routing with credits ---------------------------------------------------------------
+def test_torus_adaptive_routing_leaves_dimension_order_under_load_on_minimal_paths():
+    topo = Torus(dims=(5, 4), nodes_per_router=2, link_bw="4GB/s", link_lat="100ns")
+    msgs = _tornado(topo, 48 * 1024, 3)
+    kw = dict(buffers="credit", buffer_size=8192)
+    _, net_dor, log_dor, _ = run_traffic(topo, msgs, **kw)
+    _, net_ad, log_ad, _ = run_traffic(topo.replace(routing="adaptive"), msgs, **kw)
+    s_dor, s_ad = net_dor.stats(), net_ad.stats()
+    assert len(log_ad) == len(log_dor)
+    # Other links carried the bytes, but every route stayed minimal: the same hop-bytes.
+    assert not np.array_equal(s_dor.link_bytes, s_ad.link_bytes)
+    assert s_dor.job_hop_bytes == s_ad.job_hop_bytes
+    assert sorted((s, d) for _, s, d, *_ in log_ad) == sorted((s, d) for _, s, d, *_ in log_dor)
+
+
+def test_torus_minimal_ports_are_one_per_dimension_left_in_dimension_order_direction():
+    t = Torus(dims=(5, 4), nodes_per_router=1, link_bw="4GB/s", link_lat="100ns", routing="adaptive")
+    r, dst = t.router_at((0, 0)), t.router_at((3, 2))  # x: 3 ahead = 2 behind, y: a tie of 2 goes +
+    assert t.minimal_ports(r, dst) == (t.link_id(r, 0, -1), t.link_id(r, 1, +1))
+    assert t.minimal_ports(dst, dst) == ()
+    assert t.route_from_router(r, dst) == t.route(r, dst)[1:]
+    # Zero-load routes are dimension order.
+    assert t.route(r, dst) == t.replace(routing="dor").route(r, dst)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(model="flow")])
+def test_torus_adaptive_routing_needs_credit_buffers(kw):
+    from pdes import ConfigError
+
+    topo = get_machine("tiny-torus").topology.replace(routing="adaptive")
+    with pytest.raises(ConfigError) as ei:
+        run_traffic(topo, {0: [(5, 1000, 0)]}, **kw)
+    msg = str(ei.value)
+    assert "\n" not in msg and "buffers='credit'" in msg and "valid routings otherwise: dor" in msg

@@ -129,7 +129,7 @@ def test_locality_units_are_slabs_of_the_largest_dimension():
         (dict(dims=(4, 4), link_bw=("1GB/s",)), "one value or one per dimension"),
         (dict(dims=(4,), nodes_per_router=0), "nodes_per_router"),
         (dict(dims=(1,)), "at least 2 nodes"),
-        (dict(dims=(4,), routing="adaptive"), "valid: dor"),
+        (dict(dims=(4,), routing="ugal"), "valid: dor, adaptive"),
         (dict(dims=(4,), link_lat="-5ns"), "link_lat"),
     ],
 )

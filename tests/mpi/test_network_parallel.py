@@ -85,7 +85,9 @@ def test_deliveries_and_link_stats_identical_to_sequential(machine, routing, mod
 
 
 @pytest.mark.parametrize("model", ["packet", "flow"])
-@pytest.mark.parametrize("machine, routing", [("tiny-fattree3", "adaptive"), ("tiny-dragonfly", "ugal")])
+@pytest.mark.parametrize(
+    "machine, routing", [("tiny-fattree3", "adaptive"), ("tiny-dragonfly", "ugal"), ("tiny-dragonfly", "ugal-g")]
+)
 def test_adaptive_routing_under_load_is_identical_to_sequential(machine, routing, model):
     from mpi4py import MPI
 
@@ -109,14 +111,15 @@ def test_adaptive_routing_under_load_is_identical_to_sequential(machine, routing
         # The load made some messages leave the zero-load route. (The flow model's fat-tree
         # choice counts flows per uplink, and this traffic never leaves one with fewer flows
         # than the D-mod-k port: tests/models/test_network_flow.py covers it.)
-        if model == "packet" or routing == "ugal":
+        if model == "packet" or routing.startswith("ugal"):
             _, net0, _ = _run_staggered(topo.replace(routing=topo.ROUTINGS[0]), msgs, model, None)
             assert not np.array_equal(net0.stats().link_bytes, st1.link_bytes)
 
 
 @pytest.mark.parametrize(
     "machine, routing",
-    [("tiny-fattree3", None), ("tiny-torus", None), ("tiny-dragonfly", "valiant"), ("tiny-dragonfly", "ugal")],
+    [("tiny-fattree3", None), ("tiny-torus", None), ("tiny-dragonfly", "valiant"), ("tiny-dragonfly", "ugal"),
+     ("tiny-fattree3", "adaptive"), ("tiny-dragonfly", "ugal-g"), ("tiny-torus", "adaptive")],
 )
 def test_credit_flow_control_at_saturation_is_identical_to_sequential(machine, routing):
     # One-chunk buffers: credits cross ranks back over router-to-router links, and chunks
@@ -145,5 +148,11 @@ def test_credit_flow_control_at_saturation_is_identical_to_sequential(machine, r
         assert np.array_equal(st.link_busy, st1.link_busy)
         assert np.array_equal(st.link_max_queue, st1.link_max_queue)
         assert st.credit_stalls == st1.credit_stalls > 0
-        if comm.size > 1:
+        assert st.job_hop_bytes == st1.job_hop_bytes
+        # ugal-g keeps the whole network on rank 0 (it reads every global link).
+        if comm.size > 1 and routing != "ugal-g":
             assert sim.stats.remote_events > 0
+        if topo.is_adaptive:
+            # The source routers read their credits and left the zero-load route.
+            _, net0, _, _ = run_traffic(topo.replace(routing=topo.ROUTINGS[0]), msgs, comm=None, **kw)
+            assert not np.array_equal(net0.stats().link_bytes, st1.link_bytes)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from apps.traffic.sweep import sweep
+from models.network import NetworkConfig
 from simhpc.cli import main
 
 FAST = ["--machine", "tiny-fattree3", "--duration", "60us", "--warmup", "15us"]
@@ -43,6 +44,18 @@ def test_table_has_one_row_per_load(capsys):
     assert all(r.split()[4] == "us" for r in rows)           # latencies shown with their unit
 
 
+def test_credit_buffers_are_named_and_match_the_python_api(capsys):
+    code, out, _ = cli(capsys, *FAST, "--load", "0.9", "--buffers", "credit", "--buffer-size", "8KiB", "--json")
+    assert code == 0
+    d = json.loads(out.strip().splitlines()[-1])
+    s = sweep("tiny-fattree3", "uniform", [0.9], duration="60us", warmup="15us", comm=None,
+              network=NetworkConfig(buffers="credit", buffer_size="8KiB"))
+    assert d["buffers"] == s.buffers == "credit"
+    assert d["points"][0]["accepted"] == s.points[0].accepted
+    code, out, _ = cli(capsys, *FAST, "--load", "0.9", "--buffers", "credit")
+    assert "(16 nodes, dmodk routing, packet network, credit buffers)" in out.splitlines()[0]
+
+
 def test_plot_draws_the_curves(capsys, tmp_path):
     pytest.importorskip("matplotlib")
     f = tmp_path / "curves.png"
@@ -67,6 +80,14 @@ def test_list_names_every_pattern(capsys):
     (["--machine", "tiny-dragonfly", "--pattern", "transpose"], "'transpose' needs a square number of nodes (m x m), got 72"),
     (["--warmup", "1ms"], "--warmup (1ms) must be >= 0 and shorter than --duration (100us)"),
     (["--network", "wire"], "network model 'wire' is unknown"),
+    (["--buffers", "deep"], "buffers 'deep' is unknown; valid: infinite, credit"),
+    (["--buffers", "credit", "--buffer-size", "1KiB"], "buffer_size must be a whole number of bytes >= chunk_size"),
+    (["--buffer-size", "64KiB"], "buffer_size is an option of buffers='credit' only"),
+    (["--machine", "tiny-dragonfly", "--routing", "valiant", "--buffers", "credit", "--vcs", "2"],
+     "vcs = 2 is too few virtual channels for deadlock freedom"),
+    (["--routing", "adaptive"], "torus routing 'adaptive' chooses a port at every router from its credits: it needs "
+                                "model='packet' with buffers='credit'"),
+    (["--routing", "ugal"], "routing 'ugal' is not one of the torus routings of machine tiny-torus: dor, adaptive"),
 ])
 def test_bad_input_is_one_line_and_exit_status_2(capsys, argv, message):
     code, out, err = cli(capsys, *argv)
