@@ -98,10 +98,21 @@ class Network:
         self.topology = topology
         self.config = config
         n, r = topology.n_nodes, topology.n_routers
-        router_rank = topology.partition(sim.size) if sim.size > 1 else np.zeros(r, dtype=np.int32)
-        if topology.routing in topology.GLOBAL_STATE_ROUTINGS:
-            # An oracle routing reads ports anywhere: every port must be on the deciding rank.
-            router_rank = np.zeros(r, dtype=np.int32)
+
+        # Placements as functions of the rank count, so that the kernel's statistics mode
+        # (predict_ranks) can place the machine for counts other than this run's.
+        parts: dict[int, np.ndarray] = {}
+
+        def routers_on(p: int) -> np.ndarray:
+            if p not in parts:
+                if p == 1 or topology.routing in topology.GLOBAL_STATE_ROUTINGS:
+                    # An oracle routing reads ports anywhere: every port must be on the deciding rank.
+                    parts[p] = np.zeros(r, dtype=np.int32)
+                else:
+                    parts[p] = topology.partition(p)
+            return parts[p]
+
+        router_rank = routers_on(sim.size)
         node_router = topology.node_router
         packet = config.model == "packet"
         # Entity ids: nodes first, then routers (if any), after whatever the model added.
@@ -116,11 +127,6 @@ class Network:
         self.node_rank = router_rank[node_router]
         # The flow model's solver takes the id after the nodes (where routers would be).
         self.solver_eid = router_off if config.model == "flow" else -1
-        # Placements as functions of the rank count, so that the kernel's statistics mode
-        # (predict_ranks) can place the machine for counts other than this run's.
-        def routers_on(p: int) -> np.ndarray:
-            return router_rank if p == sim.size else (topology.partition(p) if p > 1 else np.zeros(r, dtype=np.int32))
-
         self.nodes = sim.add_entities(
             node_cls, n, self, *node_args, name=NODE_TYPE,
             placement=ByRanks(lambda p: routers_on(p)[node_router]), group=lambda i: ("net", int(node_router[i])),
