@@ -96,15 +96,11 @@ def run(args: argparse.Namespace) -> int:
 
 def prediction_text(run: dict[str, Any]) -> str:
     """The parallel prediction recorded in a results file's run statistics, as a table."""
-    from pdes.predict import RankPrediction, prediction_table
+    from pdes.predict import prediction_table
 
-    pred = {
-        int(p): RankPrediction(ranks=int(p), windows=int(run["windows"]), events=int(run["events"]),
-                               events_per_window_per_rank=e, remote_fraction=r, busiest_rank_share=b, speedup_bound=s)
-        for p, e, r, b, s in zip(run["predicted_ranks"], run["predicted_events_per_window_per_rank"],
-                                 run["predicted_remote_fraction"], run["predicted_busiest_rank_share"],
-                                 run["predicted_speedup_bound"])
-    }
+    from ..experiment.results_builder import predicted_from_run
+
+    pred = predicted_from_run(run)
     return "\nparallel prediction (the same windows and events under mpirun -n P):\n" + prediction_table(pred)
 
 

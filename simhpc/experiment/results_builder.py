@@ -169,3 +169,20 @@ def build_results(*, exp: Experiment, machine: Any, jobs: list[Job], trace_rejec
     return Results(name=exp.name, experiment_toml=dumps(exp), seed=exp.seed, machine=mach, jobs=cols,
                    job_nodes_ptr=ptr, job_nodes=job_nodes, system=system, series=series, links=links,
                    network=network, run=run)
+
+
+def predicted_from_run(run: dict[str, Any]) -> dict[int, Any]:
+    """The kernel's parallel prediction stored in a results file's run statistics
+    (``predicted_*``), as :class:`pdes.predict.RankPrediction` by rank count ({} if none)."""
+    from pdes.predict import RankPrediction
+
+    if "predicted_ranks" not in run:
+        return {}
+    return {
+        int(p): RankPrediction(ranks=int(p), windows=int(run["windows"]), events=int(run["events"]),
+                               events_per_window_per_rank=float(e), remote_fraction=float(r),
+                               busiest_rank_share=float(b), speedup_bound=float(s))
+        for p, e, r, b, s in zip(run["predicted_ranks"], run["predicted_events_per_window_per_rank"],
+                                 run["predicted_remote_fraction"], run["predicted_busiest_rank_share"],
+                                 run["predicted_speedup_bound"])
+    }

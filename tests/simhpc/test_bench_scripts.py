@@ -47,6 +47,14 @@ def test_bench_oversubscribe_runs_the_same_events_in_every_mode():
     assert res["block_vs_spin_p4_wall"] > 0 and "P4/P2" in text
 
 
+def test_predict_parallel_reports_every_rank_count():
+    text, res = _run(str(SCRIPTS / "predict_parallel.py"), "--cases", "phold", "--lps", "160")
+    pred = res["cases"]["phold"]["predicted"]
+    assert sorted(pred, key=int) == ["1", "2", "4", "8", "16"] and res["cases"]["phold"]["windows"] > 0
+    assert pred["1"]["speedup_bound"] == 1.0 and all(1.0 <= pred[p]["speedup_bound"] <= int(p) for p in pred)
+    assert "speedup bound" in text
+
+
 def test_bench_parallel_refuses_p_of_one():
     out = subprocess.run([sys.executable, str(SCRIPTS / "bench_parallel.py"), "--ranks", "1,2"],
                          capture_output=True, text=True, timeout=60)
