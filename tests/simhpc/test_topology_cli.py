@@ -49,7 +49,7 @@ def test_describe_json_matches_the_machine(capsys):
     net = d["network"]
     assert (net["family"], net["routers"], net["links"], net["diameter"]) == ("dragonfly", 1152, m.topology.n_links, 4)
     assert net["bisection_links"] == m.topology.bisection_links
-    assert net["routing"] == "minimal" and net["routings"] == ["minimal", "valiant", "ugal"]
+    assert net["routing"] == "minimal" and net["routings"] == ["minimal", "valiant", "ugal", "ugal-g"]
     assert net["link_kinds"]["global"]["bw_min"] == 4.7e9 and net["link_kinds"]["local"]["lat_max"] == 1e-7
 
 
