@@ -28,6 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override a value of the experiment, e.g. --set scheduler.allocator=random "
                              "or --set workload.jobs=50 (repeatable)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--parallel", default="auto", choices=("auto", "simulation", "baselines"),
+                        help="under mpirun: spread the simulation over the ranks (simulation), or run it whole "
+                             "on every rank and deal out only the alone/ideal baseline runs (baselines); auto: "
+                             "simulation from 1,024 nodes per rank on (default: auto). Results are the same")
     parser.add_argument("--predict-ranks", default=None, metavar="P,P,...",
                         help="run on one rank and predict how the run would parallelize on these MPI rank "
                              "counts (windows, events per window per rank, remote events, speedup bound), "
@@ -68,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             raise CliError(problem)
     try:
-        res = run_experiment(exp, comm=comm, progress=False if args.quiet else None, predict_ranks=predict)
+        res = run_experiment(exp, comm=comm, progress=False if args.quiet else None, predict_ranks=predict,
+                             parallel=args.parallel)
     except ConfigError as exc:
         # Values checked only when the run builds its parts (allocator options, the trace file).
         raise ConfigError(f"{source}: {exc}") from None

@@ -266,8 +266,27 @@ def _progress_bar(total: int, enabled: bool | None) -> Any:
 
 
 # ---------------------------------------------------------------------------------- run
+#: How an experiment uses MPI ranks (see :func:`run_experiment`).
+EXPERIMENT_PARALLEL = ("auto", "simulation", "baselines")
+#: ``parallel="auto"`` spreads the simulation over P ranks from this many nodes per rank on.
+AUTO_NODES_PER_RANK = 1024
+
+
+def parallel_mode(parallel: str, n_nodes: int, ranks: int) -> str:
+    """``simulation`` or ``baselines`` for ``parallel`` on a machine of ``n_nodes`` and
+    ``ranks`` MPI ranks; ``auto`` is ``simulation`` from :data:`AUTO_NODES_PER_RANK` nodes
+    per rank on (a small machine's run has too few events per window to pay for the
+    exchanges: see ``simhpc run --predict-ranks``)."""
+    from pdes.validate import check_choice
+
+    check_choice("parallel", parallel, EXPERIMENT_PARALLEL, error=ConfigError)
+    if parallel == "auto":
+        return "simulation" if n_nodes >= AUTO_NODES_PER_RANK * ranks else "baselines"
+    return parallel
+
+
 def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None = None, observer: Any = None,
-                   predict_ranks: tuple[int, ...] = ()) -> Any:
+                   predict_ranks: tuple[int, ...] = (), parallel: str = "simulation") -> Any:
     """Run ``exp``; returns its :class:`~simhpc.results.Results` on rank 0 (None elsewhere).
 
     ``progress``: show a progress bar on rank 0 (default: when stderr is a terminal).
@@ -281,6 +300,9 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     rank 0 in the events where an app job is launched and where it ends.
     ``predict_ranks``: run on one rank in the kernel's statistics mode (:mod:`pdes.predict`)
     and record each rank count's parallel figures in the results (``run["predicted_*"]``).
+    ``parallel`` (under mpirun): ``"simulation"`` spreads the simulation over the ranks;
+    ``"baselines"`` runs it whole on every rank (the same run, no exchanges) and deals only
+    the baseline runs out; ``"auto"`` chooses (:func:`parallel_mode`). Results are the same.
     """
     from apps.mapping import oversubscription
     from apps.node import MpiOptions
@@ -292,7 +314,21 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     from scheduler.ordering import make_ordering
 
     t_start = _time.perf_counter()
+    if comm == "auto":
+        from pdes.parallel import world_comm
+
+        comm = world_comm()
     machine = exp.machine.build()
+    # The communicator the baseline runs are dealt over; the simulation's own is None when
+    # every rank runs it whole.
+    deal = comm if comm is not None and comm.size > 1 else None
+    if deal is not None and parallel_mode(parallel, machine.n_nodes, deal.size) == "baselines":
+        comm = None
+        from pdes.parallel import install_abort_hook
+
+        install_abort_hook(deal)
+        if deal.rank != 0:
+            progress = False
     topo = machine.topology
     sc = exp.scheduler
     rpn = sc.ranks_per_node or machine.cores_per_node
@@ -346,18 +382,22 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     # every rank count, so the figures do not depend on it).
     jobs_done = sched.jobs if sim.rank == 0 else None
     links, placed = runner.allowed_links, runner.rank_nodes
-    ideal = (_baseline_runs(exp, machine, rpn, jobs_done, sim, _ideal_config(exp), links, placed)
+    ideal = (_baseline_runs(exp, machine, rpn, jobs_done, deal, _ideal_config(exp), links, placed)
              if sc.ideal_baseline else {})
-    alone = (_baseline_runs(exp, machine, rpn, jobs_done, sim, exp.network, links, placed)
+    alone = (_baseline_runs(exp, machine, rpn, jobs_done, deal, exp.network, links, placed)
              if sc.alone_baseline else {})
-    if sim.rank != 0:
+    if (deal.rank if deal is not None else sim.rank) != 0:
         return None
     assert sched is not None
     from .results_builder import build_results
 
-    return build_results(exp=exp, machine=machine, jobs=sched.jobs, trace_rejected=trace_rejected, alloc=alloc,
-                         netstats=netstats, stats=st, runner=runner, ideal=ideal, alone=alone, workload=wl_report,
-                         wall_s=_time.perf_counter() - t_start, rpn=rpn)
+    res = build_results(exp=exp, machine=machine, jobs=sched.jobs, trace_rejected=trace_rejected, alloc=alloc,
+                        netstats=netstats, stats=st, runner=runner, ideal=ideal, alone=alone, workload=wl_report,
+                        wall_s=_time.perf_counter() - t_start, rpn=rpn)
+    # How MPI ranks were used: the simulation's own ranks are in run["ranks"].
+    res.run["mpi_ranks"] = deal.size if deal is not None else 1
+    res.run["parallel"] = "sequential" if deal is None else ("simulation" if sim.size > 1 else "baselines")
+    return res
 
 
 def _without_ticks(st: Any, ticks: int) -> Any:
@@ -402,15 +442,15 @@ def _unfinished(sim: Simulator, sched: Any, plat: Any) -> str:
     return "\n".join(lines)
 
 
-def _baseline_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | None, sim: Simulator,
+def _baseline_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | None, comm: Any,
                    network: Any, allowed: dict[int, np.ndarray] | None = None,
                    rank_nodes: dict[int, tuple[int, ...]] | None = None) -> dict[int, float]:
     """Runtime of every completed app job alone on ``network``, on the same nodes with the
     same rank placement, seed and job id (so its ranks draw the same random numbers).
 
-    ``jobs`` is the scheduler's job list on rank 0 (None elsewhere). Under mpirun the jobs
-    are dealt out over the ranks (each run is a small sequential simulation) and gathered,
-    so the figures do not depend on the number of ranks.
+    ``jobs`` is the scheduler's job list on rank 0 (None elsewhere). Under mpirun (``comm``
+    of more than one rank) the jobs are dealt out over the ranks (each run is a small
+    sequential simulation) and gathered, so the figures do not depend on the number of ranks.
     """
     allowed = allowed or {}
     rank_nodes = rank_nodes or {}
@@ -418,18 +458,22 @@ def _baseline_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | No
     todo = None
     if jobs is not None:
         todo = [(j.job_id, j.app_name, dict(j.app_args), j.job_size, [int(n) for n in j.assigned_nodes],
-                 allowed.get(j.job_id), _mapping_of(sc.mapping, j, rank_nodes))
+                 allowed.get(j.job_id), _mapping_of(sc.mapping, j, rank_nodes),
+                 # The run's likely cost, to deal the runs out evenly: ranks x time in the run.
+                 j.job_size * (j.end_time - j.start_time))
                 for j in jobs if j.app_name != TIMEKEEPER and j.status == JobStatus.COMPLETED]
-    if sim.comm is not None and sim.size > 1:
-        todo = sim.comm.bcast(todo, root=0)
+    nranks, rank = (comm.size, comm.rank) if comm is not None else (1, 0)
+    if nranks > 1:
+        todo = comm.bcast(todo, root=0)
     import warnings
 
     from apps.errors import OversubscriptionWarning
     from apps.run import run_app
 
     mine: dict[int, float] = {}
-    for i, (jid, app, args, size, nodes, links, mapping) in enumerate(todo or ()):
-        if i % sim.size != sim.rank:
+    owner = _deal(todo or [], nranks)
+    for i, (jid, app, args, size, nodes, links, mapping, _cost) in enumerate(todo or ()):
+        if owner[i] != rank:
             continue
         with warnings.catch_warnings():
             # The experiment warned of oversubscribed nodes already; not again for each job.
@@ -438,12 +482,24 @@ def _baseline_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | No
                         mapping=mapping, seed=exp.seed, comm=None, eager_threshold=sc.eager_threshold,
                         algorithms=dict(sc.algorithms), app_args=args, job_id=jid, hot_links=0, allowed_links=links)
         mine[jid] = r.runtime
-    if sim.comm is not None and sim.size > 1:
-        parts = sim.comm.gather(mine, root=0)
-        if sim.rank != 0:
+    if nranks > 1:
+        parts = comm.gather(mine, root=0)
+        if rank != 0:
             return {}
         mine = {k: v for p in parts for k, v in p.items()}
     return mine
+
+
+def _deal(todo: list[tuple], nranks: int) -> list[int]:
+    """The rank of every run of ``todo`` (its last field: an estimate of its cost): the
+    costliest first, each to the least loaded rank (ties: the lower rank). Deterministic."""
+    load = [0.0] * nranks
+    owner = [0] * len(todo)
+    for i in sorted(range(len(todo)), key=lambda i: (-todo[i][-1], i)):
+        r = min(range(nranks), key=lambda r: (load[r], r))
+        owner[i] = r
+        load[r] += todo[i][-1]
+    return owner
 
 
 def _mapping_of(mapping: str, job: Job, rank_nodes: dict[int, tuple[int, ...]]) -> Any:

@@ -8,7 +8,8 @@ import pytest
 pytestmark = pytest.mark.mpi
 
 
-def test_experiment_identical_to_sequential():
+@pytest.mark.parametrize("parallel", ["simulation", "baselines"])
+def test_experiment_identical_to_sequential(parallel):
     from mpi4py import MPI
 
     from simhpc.experiment import loads
@@ -20,7 +21,7 @@ def test_experiment_identical_to_sequential():
     comm = MPI.COMM_WORLD
     # Both baselines on: their runs are dealt out over the ranks and gathered.
     exp = loads(SMALL, overrides=["workload.jobs=12", "scheduler.alone_baseline=true"])
-    par = run_experiment(exp, comm=comm, progress=False)
+    par = run_experiment(exp, comm=comm, progress=False, parallel=parallel)
     if comm.rank != 0:
         assert par is None
         return
@@ -32,7 +33,10 @@ def test_experiment_identical_to_sequential():
     for k in ("bytes", "busy", "max_queue"):
         assert np.array_equal(seq.links[k], par.links[k]), k
     assert seq.system == par.system
-    assert par.run["ranks"] == comm.size and seq.run["events"] == par.run["events"]
+    assert seq.run["events"] == par.run["events"] and par.run["mpi_ranks"] == comm.size
+    # baselines: every rank runs the whole simulation (one rank's worth of windows: none).
+    sim_ranks = comm.size if parallel == "simulation" or comm.size == 1 else 1
+    assert par.run["ranks"] == sim_ranks and par.run["parallel"] == (parallel if comm.size > 1 else "sequential")
 
 
 def test_hdf5_job_tables_identical_for_p1_and_p(tmp_path_factory):

@@ -55,6 +55,14 @@ def test_predict_parallel_reports_every_rank_count():
     assert "speedup bound" in text
 
 
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install '.[mpi]')")
+def test_bench_experiment_times_every_way_of_using_the_ranks():
+    text, res = _run(str(SCRIPTS / "bench_experiment.py"), "--rounds", "1", "--simulation",
+                     "--set", "workload.jobs=3", "--set", "foreground.0.count=1")
+    assert [r["config"] for r in res["results"]] == ["sequential", "P=2 baselines", "P=2 simulation"]
+    assert all(r["wall_s"] > 0 and r["cpu_s"] > 0 for r in res["results"]) and "wall vs seq" in text
+
+
 def test_bench_parallel_refuses_p_of_one():
     out = subprocess.run([sys.executable, str(SCRIPTS / "bench_parallel.py"), "--ranks", "1,2"],
                          capture_output=True, text=True, timeout=60)

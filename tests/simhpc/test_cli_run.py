@@ -114,3 +114,15 @@ def test_predict_ranks_records_and_prints_the_parallel_prediction(tmp_path, caps
     assert all(1.0 <= b <= p for b, p in zip(run["predicted_speedup_bound"], (2, 4)))
     assert main(["run", "--no-out", "--predict-ranks", "0"]) == 2
     assert "--predict-ranks takes rank counts >= 1" in capsys.readouterr().err
+
+
+def test_auto_parallel_spreads_only_large_machines_over_ranks():
+    from simhpc.experiment.runner import AUTO_NODES_PER_RANK, parallel_mode
+    from simhpc.experiment.spec import ConfigError
+
+    assert parallel_mode("auto", 64, 2) == "baselines"
+    assert parallel_mode("auto", 2 * AUTO_NODES_PER_RANK, 2) == "simulation"
+    assert parallel_mode("auto", 2 * AUTO_NODES_PER_RANK, 4) == "baselines"
+    assert parallel_mode("simulation", 64, 2) == "simulation"
+    with pytest.raises(ConfigError, match="parallel.*auto.*simulation.*baselines"):
+        parallel_mode("both", 64, 2)
