@@ -57,6 +57,9 @@ def requested_mode() -> str:
 #: The most ranks whose whole window table travels through the node meeting (32 bytes per
 #: pair of ranks in one datagram); more, or ranks on several nodes, meet and then use MPI.
 ONE_NODE_MAX_RANKS = 32
+#: Non-blocking looks for a datagram, with ``sched_yield`` between them, before a waiting
+#: rank sleeps in ``recv``.
+YIELD_TRIES = 20
 #: The largest batch of remote events one rank sends in a window through the node meeting;
 #: a window with more goes through MPI's ``Alltoallv`` (every rank sees the same totals).
 MAX_SOCKET_BATCH = 60 * 1024
@@ -111,8 +114,16 @@ class NodeMeeting:
                     time.sleep(20e-6)
 
     def _wait(self, slot: dict[int, bytes], src: int) -> bytes:
+        # A few looks with the core handed to another runnable process in between (a
+        # partner about to answer costs no sleep and wake-up), then sleep in the kernel.
+        tries = YIELD_TRIES
         while src not in slot:
-            self._take(True)
+            if tries:
+                tries -= 1
+                if not self._take(False):
+                    os.sched_yield()
+            else:
+                self._take(True)
         return slot.pop(src)
 
     def rows(self, row: bytes) -> list[bytes]:
