@@ -74,6 +74,10 @@ def install_abort_hook(comm: Any) -> None:
     sys.excepthook = hook
 
 
+#: Seconds between a rank's last words and ``MPI_Abort`` (see :func:`abort_world`).
+ABORT_GRACE_S = 0.2
+
+
 def abort_world(code: int) -> None:
     """End every rank of this MPI program now, with exit status ``code``.
 
@@ -89,6 +93,11 @@ def abort_world(code: int) -> None:
         return
     sys.stdout.flush()
     sys.stderr.flush()
+    # MPI_Abort makes the launcher kill every process at once; give its output forwarder a
+    # moment to pass on what this rank just wrote (the message saying why it stops).
+    import time
+
+    time.sleep(ABORT_GRACE_S)
     MPI.COMM_WORLD.Abort(code)
 
 

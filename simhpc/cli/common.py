@@ -7,11 +7,16 @@ import json
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from pdes.errors import Interrupted, UserError
 from pdes.parallel import abort_world, launcher_rank
+
+#: How long a rank other than 0, interrupted by SIGINT outside a run's windows, waits for
+#: rank 0 to end every rank before it reports the interrupt itself (seconds).
+ALONE_AFTER_S = 1.0
 
 
 class CliError(UserError):
@@ -53,6 +58,12 @@ def user_errors() -> Iterator[_Status]:
             if launcher_rank() == 0:
                 print("simhpc: interrupted", file=sys.stderr)
         else:
+            if signum == signal.SIGINT and launcher_rank() != 0:
+                # Ctrl-C under mpirun reaches every rank, and ranks that each run a whole
+                # simulation (an experiment's parallel = "baselines") stop each on their
+                # own: rank 0 prints and ends them all. A rank still alive after a moment
+                # was interrupted alone, and says so itself.
+                time.sleep(ALONE_AFTER_S)
             print("simhpc: interrupted", file=sys.stderr)
             # This rank stops alone (interrupted outside a run's windows, or the only one
             # signalled): the others would wait for it in their next collective.
