@@ -196,14 +196,18 @@ def test_sigterm_stops_a_sequential_run_like_ctrl_c(tmp_path, old_results):
 @needs_mpi
 @needs_proc
 @pytest.mark.slow
-@pytest.mark.parametrize("how,wait", [("ctrl-c", "spin"), ("sigterm-rank-1", "spin"), ("sigterm-rank-0", "spin"),
-                                      ("ctrl-c", "block"), ("sigterm-rank-1", "block")])
-def test_a_signal_under_mpirun_ends_every_rank_promptly(how, wait, tmp_path, old_results):
+@pytest.mark.parametrize("how,wait,parallel", [
+    ("ctrl-c", "spin", "simulation"), ("sigterm-rank-1", "spin", "simulation"), ("sigterm-rank-0", "spin", "simulation"),
+    ("ctrl-c", "block", "simulation"), ("sigterm-rank-1", "block", "simulation"),
+    ("ctrl-c", "spin", "baselines"), ("sigterm-rank-1", "spin", "baselines"),
+])
+def test_a_signal_under_mpirun_ends_every_rank_promptly(how, wait, parallel, tmp_path, old_results):
     # wait="block": the ranks wait for each other in the kernel (pdes.mpi_wait), as on a
     # node with more ranks than cores; a signal must still reach every rank's next exchange.
+    # parallel="baselines": every rank runs the whole simulation on its own (no exchanges).
     before = old_results.read_bytes()
-    proc, pids = _start(_module_argv(*LONG_RUN, "--out", str(old_results)), 2, tmp_path, cpu_s=RUNNING_CPU_S,
-                        env={"PDES_MPI_WAIT": wait})
+    proc, pids = _start(_module_argv(*LONG_RUN, "--parallel", parallel, "--out", str(old_results)), 2, tmp_path,
+                        cpu_s=RUNNING_CPU_S, env={"PDES_MPI_WAIT": wait})
     if how == "ctrl-c":
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal does: mpirun and both ranks get it
         expected = {128 + signal.SIGINT}
