@@ -46,7 +46,18 @@ def _per_dim(c: str, name: str, value: Any, D: int, check: Any) -> tuple[float, 
     return (v,) * D
 
 
+def _dim_step(xs: int, xd: int, k: int, wrap: bool) -> tuple[int, int]:
+    """Direction (0: +, 1: -) and hop count from coordinate ``xs`` to ``xd`` in a dimension
+    of size ``k``: the shorter way round on a ring (a tie of exactly k/2 goes +), else
+    straight on a mesh."""
+    if wrap:
+        delta = (xd - xs) % k
+        return (0, delta) if 2 * delta <= k else (1, k - delta)
+    return (0, xd - xs) if xd > xs else (1, xs - xd)
+
+
 @dataclass(frozen=True, kw_only=True)
+
 class Torus(Topology):
     """A torus, mesh or mixed grid of routers (see the module docstring).
 
@@ -220,16 +231,7 @@ class Torus(Topology):
             xd = (rd // st) % k
             if xs == xd:
                 continue
-            if wr:
-                delta = (xd - xs) % k
-                if 2 * delta <= k:
-                    dr, steps = 0, delta
-                else:
-                    dr, steps = 1, k - delta
-            elif xd > xs:
-                dr, steps = 0, xd - xs
-            else:
-                dr, steps = 1, xs - xd
+            dr, steps = _dim_step(xs, xd, k, wr)
             x = xs
             base = 2 * i + dr
             for _ in range(steps):
@@ -257,11 +259,7 @@ class Torus(Topology):
             xd = (rd // st) % k
             if xs == xd:
                 continue
-            if wr:
-                dr = 0 if 2 * ((xd - xs) % k) <= k else 1
-            else:
-                dr = 0 if xd > xs else 1
-            out.append(s2l[router * D2 + 2 * i + dr])
+            out.append(s2l[router * D2 + 2 * i + _dim_step(xs, xd, k, wr)[0]])
         return tuple(out)
 
     def route_from_router(self, router: int, dst: int) -> tuple[int, ...]:
