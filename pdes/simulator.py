@@ -50,13 +50,15 @@ class _Stop(Exception):
 
 @dataclass(frozen=True)
 class EntityType:
-    """One registered entity type: its class, global id range and rank of each index."""
+    """One registered entity type: its class, global id range, rank of each index and the
+    placement that gave them (evaluated again for other rank counts by predict_ranks)."""
 
     name: str
     cls: type
     offset: int
     count: int
     ranks: np.ndarray | None  # None in a sequential run (everything local)
+    placement: PlacementSpec = "block"
 
 
 @dataclass
@@ -182,8 +184,6 @@ class Simulator:
         # checked to offer that service (or None): later remote sends skip the checks.
         self._remote_tables: dict[str, list] = {}
         self._types: dict[str, EntityType] = {}
-        # (placement spec, count) of every type, to place entities for predict_ranks.
-        self._specs: list[tuple[str, PlacementSpec, int]] = []
         self._offsets: list[int] = []
         self._type_order: list[EntityType] = []
         self._next_eid = 0
@@ -236,12 +236,11 @@ class Simulator:
         count = int(count)
         ranks = place(placement, name, count, self.size) if self.size > 1 else None
         offset = self._next_eid
-        etype = EntityType(name, cls, offset, count, ranks)
+        etype = EntityType(name, cls, offset, count, ranks, placement)
         groups = [group(i) for i in range(count)] if group is not None else None
         if ranks is not None and groups is not None:
             self._check_groups(name, groups, ranks)
         self._types[name] = etype
-        self._specs.append((name, placement, count))
         self._type_order.append(etype)
         self._offsets.append(offset)
         self._next_eid += count
@@ -659,8 +658,8 @@ class Simulator:
         owners = []
         for p in self.predict_ranks:
             ranks: list[int] = []
-            for name, spec, count in self._specs:
-                ranks += place(spec, name, count, p).tolist()
+            for t in self._type_order:
+                ranks += place(t.placement, t.name, t.count, p).tolist()
             owners.append(ranks)
         return WindowProfile(self.predict_ranks, owners)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from pdes.errors import UserError
 
-from .common import CliError, predict_ranks_arg, print_json, table
+from .common import CliError, predict_ranks_arg, prediction_text, print_json, table
 
 HELP = "run one skeleton app alone on a machine: predicted runtime, bytes sent, per-link hot spots"
 
@@ -176,10 +176,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(_report(res))
     if res.stats.predicted:
-        from pdes.predict import prediction_table
-
-        print("\nparallel prediction (the same windows and events under mpirun -n P):")
-        print(prediction_table(res.stats.predicted))
+        print(prediction_text(res.stats.predicted))
     return 0
 
 

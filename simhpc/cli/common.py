@@ -160,3 +160,11 @@ def predict_ranks_arg(text: str | None) -> tuple[int, ...]:
     if not ps or min(ps) < 1:
         raise CliError(f"--predict-ranks takes rank counts >= 1 separated by commas, e.g. 2,4,8,16; got {text!r}")
     return ps
+
+
+def prediction_text(predicted: dict[int, Any]) -> str:
+    """The kernel's parallel prediction (rank count -> :class:`pdes.predict.RankPrediction`)
+    as printed after a run: a blank line, a heading, the table."""
+    from pdes.predict import prediction_table
+
+    return "\nparallel prediction (the same windows and events under mpirun -n P):\n" + prediction_table(predicted)

@@ -9,7 +9,7 @@ from typing import Any
 from pdes.validate import check_seed
 
 from ..outputs import output_problem
-from .common import CliError, predict_ranks_arg, print_json
+from .common import CliError, predict_ranks_arg, prediction_text, print_json
 
 HELP = "run an experiment (a TOML file, or the bundled default) and write its results (HDF5)"
 
@@ -89,7 +89,9 @@ def run(args: argparse.Namespace) -> int:
     s = res.summary()
     print(summary_text(s))
     if predict:
-        print(prediction_text(res.run))
+        from ..experiment.results_builder import predicted_from_run
+
+        print(prediction_text(predicted_from_run(res.run)))
     if out is not None:
         print(f"results written to {out}")
     if args.json:
@@ -97,16 +99,6 @@ def run(args: argparse.Namespace) -> int:
             s["results"] = out
         print_json(s)
     return 0
-
-
-def prediction_text(run: dict[str, Any]) -> str:
-    """The parallel prediction recorded in a results file's run statistics, as a table."""
-    from pdes.predict import prediction_table
-
-    from ..experiment.results_builder import predicted_from_run
-
-    pred = predicted_from_run(run)
-    return "\nparallel prediction (the same windows and events under mpirun -n P):\n" + prediction_table(pred)
 
 
 def _world_comm() -> Any:
