@@ -9,16 +9,19 @@ Allocation Policy on Fat-tree Clusters", SC18). Jobs are typed by size:
   may share the leaf with anything. Placed in the fullest pod that has a leaf with room,
   on the fullest such leaf in it.
 * **T2**, ``n <= nodes per pod``: within one pod, on leaves that hold no other T2 or T3
-  job, in a pod that no T3 job owns. Placed in the fullest pod that fits, on its emptiest
-  eligible leaves.
-* **T3**, larger: on whole pods (a T3 job owns each pod it touches: no T2 job and no other
-  T3 job there), sharing leaves only with T1 jobs. Placed on the emptiest eligible pods and,
-  in the last one, the emptiest leaves.
+  job. Placed in the fullest pod that fits, on its emptiest eligible leaves.
+* **T3**, larger: on pods that hold no other T3 job (a T3 job owns each pod it touches), on
+  leaves that hold no T2 or T3 job, sharing leaves only with T1 jobs. Placed on the
+  emptiest eligible pods and, in the last one, the emptiest leaves.
+
+That is the paper's Algorithm 1 (option ``t3_rule="algorithm"``, the default): a T2 and a
+T3 job may share a pod on different leaves. ``t3_rule="whole-pods"`` is a stricter rule: a
+T3 job takes only pods that hold no T2 job, and a T2 job only pods that no T3 job owns.
 
 Under every minimal route (any ECMP choice of up ports) a leaf's up links then carry one
 job's traffic (T1 traffic stays below the leaf), an L2 switch's down link to a leaf carries
 traffic to that leaf's one T2/T3 job, and a pod's L2-to-spine links and spine-to-L2 links
-carry its one T3 job's traffic. This holds on trees of up to 3 levels (deeper trees share
+carry its one T3 job's traffic (a T2 job's traffic never leaves its pod), under either rule. This holds on trees of up to 3 levels (deeper trees share
 links inside a pod) and is refused on others.
 
 ``jigsaw`` (in the style of LaaS, Zahavi et al. 2016, and Jigsaw, Smith and Lowenthal,
@@ -60,7 +63,7 @@ import numpy as np
 
 from ..errors import SchedulerError, UserError
 from ..job import Job
-from .base import OptionsAllocator, Placement, PlacementState, placement_info
+from .base import OptionsAllocator, Placement, PlacementState, check_choice, placement_info
 from .interface import AllocState
 from .registry import register_allocator
 
@@ -154,11 +157,16 @@ class T123Allocator(OptionsAllocator):
     name = "t123"
     count_only = False
     FAMILIES = ("fattree",)
+    OPTIONS = ("t3_rule",)
+    #: ``algorithm``: Pollard et al.'s Algorithm 1; ``whole-pods``: T2 and T3 jobs never share a pod.
+    T3_RULES = ("algorithm", "whole-pods")
 
-    def __init__(self, **kw: Any):
+    def __init__(self, *, t3_rule: str = "algorithm", **kw: Any):
         super().__init__(**kw)
         _fattree_levels(self, 1, 3)
         self.tree = _TreeShape(self.topology)
+        self.t3_rule = check_choice(self.name, "t3_rule", t3_rule, self.T3_RULES)
+        self.strict = self.t3_rule == "whole-pods"
 
     def job_type(self, n: int) -> int:
         """1, 2 or 3 for an ``n``-node job."""
@@ -193,7 +201,9 @@ class T123Allocator(OptionsAllocator):
             nodes = tree.first_free(free, leaf, n)
             return Placement(nodes, T123Info(1, (), ()))
         if kind == 2:
-            eligible = (st.leaf_claim == -1) & np.repeat(st.pod_owner == -1, tree.leaves_per_pod)
+            eligible = st.leaf_claim == -1
+            if self.strict:
+                eligible &= np.repeat(st.pod_owner == -1, tree.leaves_per_pod)
             eligible_free = np.where(eligible, leaf_free, 0).reshape(tree.n_pods, tree.leaves_per_pod)
             fits = eligible_free.sum(axis=1) >= n
             if not fits.any():
@@ -209,7 +219,13 @@ class T123Allocator(OptionsAllocator):
                     parts.append(tree.first_free(free, leaf, c))
                     used.append(leaf)
             return Placement(np.sort(np.concatenate(parts)), T123Info(2, tuple(sorted(used)), (pod,)))
-        eligible = (st.pod_owner == -1) & (st.pod_t2_jobs == 0)
+        eligible = st.pod_owner == -1
+        if self.strict:
+            eligible &= st.pod_t2_jobs == 0
+        # A T3 job uses the free nodes of the leaves no T2 job claims (all of them under the
+        # whole-pods rule, where its pods hold no T2 job).
+        leaf_free = np.where(st.leaf_claim == -1, leaf_free, 0)
+        pod_free = leaf_free.reshape(tree.n_pods, tree.leaves_per_pod).sum(axis=1)
         eligible_free = np.where(eligible, pod_free, 0)
         if eligible_free.sum() < n:
             return None
@@ -255,11 +271,13 @@ class T123Allocator(OptionsAllocator):
         elif info.kind == 2:
             if len(pod_ids) != 1 or (leaves_of_nodes // tree.leaves_per_pod != pod_ids[0]).any():
                 raise SchedulerError(f"t123: T2 job {job.job_id} must lie within one pod")
-            if (st.leaf_claim[leaf_ids] != -1).any() or st.pod_owner[pod_ids[0]] != -1:
+            if (st.leaf_claim[leaf_ids] != -1).any() or (self.strict and st.pod_owner[pod_ids[0]] != -1):
                 raise SchedulerError(f"t123: T2 job {job.job_id} was placed on a leaf or pod claimed by another T2/T3 job")
         else:
-            if (st.pod_owner[pod_ids] != -1).any() or (st.pod_t2_jobs[pod_ids] != 0).any():
-                raise SchedulerError(f"t123: T3 job {job.job_id} was placed in a pod holding another T2/T3 job")
+            if (st.pod_owner[pod_ids] != -1).any() or (st.leaf_claim[leaf_ids] != -1).any() or (
+                    self.strict and (st.pod_t2_jobs[pod_ids] != 0).any()):
+                raise SchedulerError(f"t123: T3 job {job.job_id} was placed in a pod or on a leaf held by another "
+                                     "T2/T3 job")
         st.mark_busy(job.job_id, nodes)
         if info.kind == 2:
             st.leaf_claim[leaf_ids] = job.job_id

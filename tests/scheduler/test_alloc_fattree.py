@@ -84,6 +84,8 @@ def test_treefit_on_a_dragonfly_stays_in_one_group_when_it_can():
 
 # -------------------------------------------------------------------------------------- t123
 def check_t123_rules(alloc, state) -> None:
+    """Algorithm 1 of Pollard et al.: a T3 job shares its pods with no other T3 job (and,
+    under ``t3_rule="whole-pods"``, with no T2 job either) and its leaves only with T1 jobs."""
     tree = alloc.tree
     leaf_of = lambda nodes: set((np.asarray(nodes) // tree.nodes_per_leaf).tolist())  # noqa: E731
     pod_of = lambda nodes: set((np.asarray(nodes) // tree.nodes_per_pod).tolist())  # noqa: E731
@@ -106,20 +108,22 @@ def check_t123_rules(alloc, state) -> None:
         assert len(big) <= 1, f"leaf {l} holds two T2/T3 jobs {big}"
     for jid, k in kinds.items():
         if k == 3:
-            # The T3 job owns its pods: no other T2 or T3 job in them.
+            # The T3 job owns its pods: no other T3 job (and, strictly, no T2 job) in them.
+            lowest = 2 if alloc.t3_rule == "whole-pods" else 3
             for p in state.placements[jid].pods:
-                others = [j for j in pod_jobs.get(p, ()) if j != jid and kinds[j] > 1]
+                others = [j for j in pod_jobs.get(p, ()) if j != jid and kinds[j] >= lowest]
                 assert not others, f"T3 job {jid} shares pod {p} with {others}"
             # and only T1 jobs on its leaves
             for l in leaf_of(jobs[jid]):
                 assert all(kinds[j] == 1 for j in leaf_jobs[l] if j != jid)
 
 
+@pytest.mark.parametrize("rule", ["algorithm", "whole-pods"])
 @pytest.mark.parametrize("topo", FT + ["ft3-par"])
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(seq=sizes)
-def test_t123_rules_and_isolation_over_every_ecmp_route(topo, seq):
-    alloc = build("t123", topo)
+def test_t123_rules_and_isolation_over_every_ecmp_route(topo, rule, seq):
+    alloc = build("t123", topo, t3_rule=rule)
     d = Driver(alloc)
     for arrive, n, k in seq:
         if arrive:
@@ -131,9 +135,10 @@ def test_t123_rules_and_isolation_over_every_ecmp_route(topo, seq):
     d.drain()
 
 
-def test_t123_heuristics_fill_fullest_leaves_and_pods_and_keep_big_jobs_apart():
+@pytest.mark.parametrize("rule", ["algorithm", "whole-pods"])
+def test_t123_heuristics_fill_fullest_leaves_and_pods_and_keep_big_jobs_apart(rule):
     # ft3: 3 nodes per leaf, 3 leaves per pod, 6 pods.
-    d = Driver(build("t123", "ft3"))
+    d = Driver(build("t123", "ft3", t3_rule=rule))
     a = d.arrive(2)  # T1 -> leaf 0
     assert a.tolist() == [0, 1]
     assert d.arrive(1).tolist() == [2]  # T1: the fullest leaf with room (leaf 0)
@@ -147,8 +152,32 @@ def test_t123_heuristics_fill_fullest_leaves_and_pods_and_keep_big_jobs_apart():
     assert f.tolist() == [8]
     g = d.arrive(9)  # T2 of a whole pod: pods 2 and 3 are T3-owned, pod 1 has claimed leaves
     assert g.tolist() == list(range(36, 45))
-    # T2 of 4: pod 1 has only leaf 5 unclaimed (3 free), pod 3 is T3-owned: pod 5.
-    assert d.arrive(4).tolist() == [45, 46, 47, 48]
+    # T2 of 4: pod 1 has only leaf 5 unclaimed (3 free). Pod 3 is T3-owned, but its leaves
+    # 10 and 11 are unclaimed: Algorithm 1 puts the job there (the fullest pod that fits),
+    # the whole-pods rule in the empty pod 5.
+    want = [30, 31, 32, 33] if rule == "algorithm" else [45, 46, 47, 48]
+    assert d.arrive(4).tolist() == want
+
+
+def test_t123_t3_rule_lets_a_t3_job_share_a_pod_with_a_t2_job_on_other_leaves():
+    # ft3: 3 nodes per leaf, 9 per pod, 6 pods (54 nodes). Five T2 jobs of 4 nodes take two
+    # leaves of each of pods 0..4 (the fullest pod first: each goes to a new pod since a pod
+    # keeps only one unclaimed leaf); pod 5 stays empty.
+    for rule, fits in (("algorithm", True), ("whole-pods", False)):
+        d = Driver(build("t123", "ft3", t3_rule=rule))
+        for _ in range(5):
+            d.arrive(4)
+        assert sorted(set(p for i in d.state.placements.values() for p in i.pods)) == [0, 1, 2, 3, 4]
+        # A T3 job of 12 nodes: under Algorithm 1, pod 5 (9) plus the free leaf of pod 0 (3);
+        # under the whole-pods rule only pod 5 is eligible and the job does not fit.
+        got = d.arrive(12)
+        if fits:
+            assert got.tolist() == [6, 7, 8] + list(range(45, 54))
+            assert d.state.placements[6].pods == (0, 5)
+        else:
+            assert got is None
+    with pytest.raises(UserError, match="t3_rule must be one of algorithm, whole-pods"):
+        build("t123", "ft3", t3_rule="strict")
 
 
 # ------------------------------------------------------------------------------------ jigsaw
