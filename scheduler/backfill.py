@@ -15,9 +15,11 @@ conservative  a reservation for every queued job; a job starts when its reservat
               comes; no job can delay any reservation made before it
 ============  ========================================================================
 
-Planning uses expected ends, ``start + request_time``; a job past its estimate (only
-possible with ``kill_overrun=False``) is expected to end at the next representable instant
-after now (see :mod:`scheduler.lifecycle`).
+Planning uses each job's estimate (``Job.estimate``, set at submission by the run's estimate
+model, :mod:`scheduler.estimates`; by default the request) and expected ends, ``start +
+estimate``; a job past its estimate (an estimate shorter than the run, or
+``kill_overrun=False``) is expected to end at the next representable instant after now (see
+:mod:`scheduler.lifecycle`).
 
 Reservations go through the allocator
     To find when a job could start, the general path copies the allocation state, applies
@@ -135,6 +137,10 @@ class BackfillPolicy(ABC):
     def job_ended(self, sched: "SchedulerEntity", job: Job, expected_end: float) -> None:
         """Called when a running job ends (now); ``expected_end`` is what plans assumed."""
 
+    def estimate_changed(self, sched: "SchedulerEntity", job: Job) -> None:
+        """Called when the estimate of running ``job`` was raised (its expected end moved
+        later: plans that counted its nodes free earlier are void)."""
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(general={self.force_general})"
 
@@ -251,7 +257,7 @@ class Easy(BackfillPolicy):
             size = job.nodes
             if size > free:
                 continue
-            if now + job.request_time <= shadow:
+            if now + job.estimate <= shadow:
                 nodes = alloc.select(job, state)
                 if nodes is not None:
                     sched.start_job(job, nodes)
@@ -471,6 +477,10 @@ class Conservative(BackfillPolicy):
     def needs_pass(self, sched: "SchedulerEntity") -> bool:
         return len(self._res) < len(sched.queue)
 
+    def estimate_changed(self, sched: "SchedulerEntity", job: Job) -> None:
+        # Reservations counted the job's nodes free at its old expected end: re-plan.
+        self._stale = True
+
     def job_ended(self, sched: "SchedulerEntity", job: Job, expected_end: float) -> None:
         now = sched.sim.now
         if now > expected_end:
@@ -518,7 +528,7 @@ class Conservative(BackfillPolicy):
             for job in queue:
                 s = res.get(job.job_id)
                 if s is not None:
-                    slots.append((s, _slot_end(s, job.request_time), job.nodes))
+                    slots.append((s, _slot_end(s, job.estimate), job.nodes))
             prof = CountProfile(now, sched.state.n_free, sched.ends, _horizon(now), slots)
             if slots:
                 # Compress: in priority order, move each reservation to its earliest slot
@@ -532,11 +542,11 @@ class Conservative(BackfillPolicy):
                     # Quick test: no instant before s has enough free nodes to start it.
                     if max(free[: bisect_left(times, s)], default=-1) < job.nodes:
                         continue
-                    e = _slot_end(s, job.request_time)
-                    t = prof.find(job.nodes, job.request_time, before=s, own=(s, e, job.nodes))
+                    e = _slot_end(s, job.estimate)
+                    t = prof.find(job.nodes, job.estimate, before=s, own=(s, e, job.nodes))
                     if t is not None:
                         prof.add(s, e, job.nodes)
-                        prof.add(t, _slot_end(t, job.request_time), -job.nodes)
+                        prof.add(t, _slot_end(t, job.estimate), -job.nodes)
                         res[job.job_id] = t
                         sched.note_reservation(job, t)
             self._compress = False
@@ -547,10 +557,10 @@ class Conservative(BackfillPolicy):
         for job in queue:
             if job.job_id in res:
                 continue
-            s = prof.find(job.nodes, job.request_time)
+            s = prof.find(job.nodes, job.estimate)
             if s is None:
                 raise SchedulerError(f"job {job.job_id} ({job.nodes} nodes) fits no future state of the machine")
-            prof.add(s, _slot_end(s, job.request_time), -job.nodes)
+            prof.add(s, _slot_end(s, job.estimate), -job.nodes)
             res[job.job_id] = s
             sched.note_reservation(job, s)
 
@@ -578,7 +588,7 @@ class Conservative(BackfillPolicy):
                 if max(free[: bisect_left(times, s)], default=-1) < job.nodes:
                     continue
                 own = (s, e, job.nodes)
-                if prof.find(job.nodes, job.request_time, before=s, own=own) is None:
+                if prof.find(job.nodes, job.estimate, before=s, own=own) is None:
                     continue
                 del res[job.job_id]
                 found = self._find_general(sched, job, now, prof, before=s, own=own)
@@ -586,9 +596,9 @@ class Conservative(BackfillPolicy):
                     res[job.job_id] = r
                     continue
                 t, nodes = found
-                res[job.job_id] = (t, _slot_end(t, job.request_time), nodes)
+                res[job.job_id] = (t, _slot_end(t, job.estimate), nodes)
                 prof.add(s, e, job.nodes)
-                prof.add(t, _slot_end(t, job.request_time), -job.nodes)
+                prof.add(t, _slot_end(t, job.estimate), -job.nodes)
                 sched.note_reservation(job, t)
         self._compress = False
         for job in queue:
@@ -598,8 +608,8 @@ class Conservative(BackfillPolicy):
             if found is None:
                 raise SchedulerError(f"job {job.job_id} ({job.nodes} nodes) fits no future state of the machine")
             t, nodes = found
-            res[job.job_id] = (t, _slot_end(t, job.request_time), nodes)
-            prof.add(t, _slot_end(t, job.request_time), -job.nodes)
+            res[job.job_id] = (t, _slot_end(t, job.estimate), nodes)
+            prof.add(t, _slot_end(t, job.estimate), -job.nodes)
             sched.note_reservation(job, t)
 
     def _find_general(self, sched: "SchedulerEntity", job: Job, now: float, prof: CountProfile,
@@ -636,12 +646,12 @@ class Conservative(BackfillPolicy):
                 else:
                     alloc.commit(ej, nodes, base)
                 idx += 1
-            if not prof.fits(ts, job.nodes, job.request_time, own):
+            if not prof.fits(ts, job.nodes, job.estimate, own):
                 continue
             # The job's nodes must stay placeable over its whole slot: block, on a copy of the
             # state at ts, what every reservation starting inside the slot will hold
             # (releases inside the slot cannot help a job that is already running).
-            inside = commits[bisect_right(commit_times, ts): bisect_left(commit_times, _slot_end(ts, job.request_time))]
+            inside = commits[bisect_right(commit_times, ts): bisect_left(commit_times, _slot_end(ts, job.estimate))]
             if inside:
                 win = base.copy()
                 alloc.block(inside, win)

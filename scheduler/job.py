@@ -54,12 +54,16 @@ class Job:
     ``run_time`` (how long the timekeeper app runs; applications that simulate their own
     work ignore it), all in seconds; ``app_name`` and ``app_args`` (the application and its
     keyword arguments), ``queue_name``, ``sched_args`` (hints for policies), ``user``,
-    ``group`` and ``foreground`` (a job under study placed among background jobs).
+    ``group`` and ``foreground`` (a job under study placed among background jobs);
+    ``partition``, ``preceding_job`` and ``think_time`` are SWF fields 16-18 (partition
+    number, the job this one waited for and the think time after it; -1 when unknown).
 
     Outcome fields (filled by the simulation): ``start_time``, ``end_time``, ``status``
     (see :class:`JobStatus`), ``kill_reason`` (e.g. ``"walltime"``), ``assigned_nodes``
     (sorted node ids), ``reservation_time`` (the first start time a reservation promised,
-    when the backfill policy made one) and ``seq`` (arrival rank, the FCFS tie-break).
+    when the backfill policy made one), ``estimate`` (the run time the scheduler planned
+    with, set at submission by the run's estimate model, see :mod:`scheduler.estimates`)
+    and ``seq`` (arrival rank, the FCFS tie-break).
     """
 
     job_id: int
@@ -75,6 +79,9 @@ class Job:
     user: int = -1
     group: int = -1
     foreground: bool = False
+    partition: int = -1
+    preceding_job: int = -1
+    think_time: float = -1.0
     # -- outcome -----------------------------------------------------------------------------
     start_time: float | None = None
     end_time: float | None = None
@@ -82,6 +89,7 @@ class Job:
     kill_reason: str = ""
     assigned_nodes: np.ndarray | None = None
     reservation_time: float | None = None
+    estimate: float | None = None
     seq: int = -1
 
     def __post_init__(self) -> None:
@@ -91,7 +99,8 @@ class Job:
     def build(cls, *, job_id: int, job_size: int, submit_time: float, request_time: float, run_time: float,
               nodes: int = 0, app_name: str = "timekeeper", app_args: dict[str, Any] | None = None,
               queue_name: str = "", sched_args: dict[str, Any] | None = None, user: int = -1, group: int = -1,
-              foreground: bool = False, validate: bool = True) -> "Job":
+              foreground: bool = False, partition: int = -1, preceding_job: int = -1,
+              think_time: float = -1.0, validate: bool = True) -> "Job":
         """A job with its request fields given and its outcome fields reset: the one place a
         :class:`Job` is put together (:meth:`fresh`, the SWF reader and the synthetic
         workloads use it; the constructor runs the same checks, :meth:`_validate`).
@@ -115,12 +124,16 @@ class Job:
         j.user = user
         j.group = group
         j.foreground = foreground
+        j.partition = partition
+        j.preceding_job = preceding_job
+        j.think_time = think_time
         j.start_time = None
         j.end_time = None
         j.status = JobStatus.PENDING
         j.kill_reason = ""
         j.assigned_nodes = None
         j.reservation_time = None
+        j.estimate = None
         j.seq = -1
         if validate:
             j._validate()
@@ -169,7 +182,8 @@ class Job:
                          request_time=self.request_time, run_time=self.run_time, nodes=self.nodes,
                          app_name=self.app_name, app_args=self.app_args, queue_name=self.queue_name,
                          sched_args=self.sched_args, user=self.user, group=self.group,
-                         foreground=self.foreground, validate=False)
+                         foreground=self.foreground, partition=self.partition,
+                         preceding_job=self.preceding_job, think_time=self.think_time, validate=False)
 
 
 def fresh_copies(jobs: "list[Job] | tuple[Job, ...]") -> list[Job]:

@@ -32,8 +32,11 @@ A job end at time t frees its nodes before any start at t is decided
     which simply triggers another pass at ``t``).
 
 Estimates and overruns
-    Reservations and backfilling plan with *expected* ends, ``start + request_time``,
-    recomputed at every pass. With ``kill_overrun=True`` (the default) a job still running
+    Reservations and backfilling plan with *expected* ends, ``start + estimate``,
+    recomputed at every pass. A job's estimate is set at submission by the run's estimate
+    model (:mod:`scheduler.estimates`; by default the request, ``request_time``); a model
+    that corrects estimates (``recent``) gets a timer at each running job's estimate and
+    may raise it then, and the backfill policy is told (``estimate_changed``). With ``kill_overrun=True`` (the default) a job still running
     at its requested time is killed then (status ``"killed"``, ``kill_reason="walltime"``),
     so no job outlives its expected end. With ``kill_overrun=False`` a job past its estimate
     is expected to end "at any moment": its expected end becomes the next representable
@@ -56,6 +59,7 @@ from pdes import Entity, RunStats, Simulator
 
 from .allocators import Allocator, make_allocator
 from .errors import SchedulerError, UserError
+from .estimates import EstimateModel, UserEstimate, make_estimate
 from .job import Job, JobStatus, fresh_copies
 from .ordering import OrderingPolicy, QueueColumns, make_ordering
 
@@ -128,6 +132,8 @@ class SchedulerEntity(Entity):
         record_reservations: keep every reservation made, as ``(time, job_id, start)``
             rows in :attr:`reservation_log` (for tests and studies; costs memory). It does
             not change any decision.
+        estimate: the :class:`~scheduler.estimates.EstimateModel` that sets each job's
+            estimate at submission (default: the request, ``"user"``).
 
     Jobs that can never fit the machine are rejected when submitted (status
     ``"rejected"``, listed in :attr:`rejected`).
@@ -143,6 +149,7 @@ class SchedulerEntity(Entity):
         runner: JobRunner | None = None,
         kill_overrun: bool = True,
         record_reservations: bool = False,
+        estimate: EstimateModel | None = None,
     ):
         order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_time, i))
         self.jobs: list[Job] = [jobs[i] for i in order]
@@ -186,6 +193,10 @@ class SchedulerEntity(Entity):
         self._walltime_timers = self.kill_overrun and not getattr(self.runner, "enforces_walltime", False)
         self.arrived = 0  # jobs queued since the last pass
         self._alarms: set[float] = set()
+        self.estimator: EstimateModel = estimate if estimate is not None else UserEstimate()
+        self.estimator.setup(self)
+        self._estimate = self.estimator.estimate
+        self._corrects = self.estimator.corrects
         backfill.setup(self)
         self._proc = self.spawn(self._loop, name="scheduler")
         if self.jobs:
@@ -241,6 +252,7 @@ class SchedulerEntity(Entity):
             self.rejected.append(job)
             return
         job.status = _QUEUED
+        job.estimate = self._estimate(job, now)
         self.arrived += 1
         self.ordering.job_submitted(job, now)
         if self._static:
@@ -374,13 +386,34 @@ class SchedulerEntity(Entity):
         job.status = _RUNNING
         job.assigned_nodes = nodes
         self._running[job.job_id] = job
-        insort(self.ends, (now + job.request_time, job.seq, job))
+        insort(self.ends, (now + job.estimate, job.seq, job))
         self.n_started += 1
         self._started_now.append(job)
         self.ordering.job_started(job, now)
         self.runner.start(self, job, nodes)
         if self._walltime_timers:
             self.after(job.request_time, self._walltime, job)
+        if self._corrects and job.estimate < job.request_time:
+            # Created after the runner's end timer, so an end at the estimate comes first.
+            self.after(job.estimate, self._estimate_due, job)
+
+    def _estimate_due(self, job: Job) -> None:
+        """A running job reached its estimate: the model may raise it (``recent``)."""
+        if job.status is not _RUNNING or self._running.get(job.job_id) is not job:
+            return
+        old = job.estimate
+        new = self.estimator.correct(job, self.sim.now)
+        if not new > old:
+            return
+        ends = self.ends
+        i = bisect_left(ends, (job.start_time + old, job.seq))
+        if i >= len(ends) or ends[i][2] is not job:
+            raise SchedulerError(f"job {job.job_id} is missing from the expected-end list")
+        del ends[i]
+        job.estimate = new
+        insort(ends, (job.start_time + new, job.seq, job))
+        self.backfill.estimate_changed(self, job)
+        self._wake()
 
     def _walltime(self, job: Job) -> None:
         if job.status is _RUNNING and self._running.get(job.job_id) is job:
@@ -427,7 +460,7 @@ class SchedulerEntity(Entity):
         if info:
             job.kill_reason = str(info.get("reason", ""))
         self.allocator.release(job, job.assigned_nodes, self.state)
-        expected = job.start_time + job.request_time
+        expected = job.start_time + job.estimate
         ends = self.ends
         i = bisect_left(ends, (expected, job.seq))
         if i >= len(ends) or ends[i][2] is not job:
@@ -435,6 +468,7 @@ class SchedulerEntity(Entity):
         del ends[i]
         self.n_ended += 1
         self.ordering.job_ended(job, now)
+        self.estimator.job_ended(job, now)
         self.backfill.job_ended(self, job, expected)
         self._wake()
 
@@ -464,6 +498,8 @@ class ScheduleResult:
     passes: int
     wall_s: float
     reservation_log: list[tuple[float, int, float]] | None = None
+    estimate: str = "user"
+    estimate_options: dict[str, Any] | None = None
 
     @property
     def ran(self) -> list[Job]:
@@ -488,6 +524,8 @@ def simulate(
     allocator_options: dict[str, Any] | None = None,
     ordering_options: dict[str, Any] | None = None,
     backfill_options: dict[str, Any] | None = None,
+    estimate: "str | EstimateModel" = "user",
+    estimate_options: dict[str, Any] | None = None,
 ) -> ScheduleResult:
     """Run ``jobs`` through a scheduler on a machine of ``n_nodes`` nodes; sequential.
 
@@ -497,7 +535,8 @@ def simulate(
     says what to do with a job that can never fit the machine: ``"error"`` raises
     :class:`UserError` naming it, ``"reject"`` marks it rejected and goes on. With
     ``copy=True`` the simulation runs on fresh copies of ``jobs`` (returned in the result)
-    and the given objects are left untouched.
+    and the given objects are left untouched. ``estimate`` names the estimate model
+    (:mod:`scheduler.estimates`, options in ``estimate_options``) or is one (one per run).
     """
     from .backfill import BackfillPolicy, make_backfill
 
@@ -513,6 +552,7 @@ def simulate(
         alloc = make_allocator(allocator, n_nodes=n_nodes, topology=topology, seed=seed, **(allocator_options or {}))
     pol = ordering if isinstance(ordering, OrderingPolicy) else make_ordering(ordering, n_nodes=alloc.n_nodes, **(ordering_options or {}))
     bf = backfill if isinstance(backfill, BackfillPolicy) else make_backfill(backfill, **(backfill_options or {}))
+    est = make_estimate(estimate, **(estimate_options or {}))
     work = fresh_copies(jobs) if copy else list(jobs)
     if oversized == "error":
         for j in work:
@@ -534,6 +574,7 @@ def simulate(
         runner=runner,
         kill_overrun=kill_overrun,
         record_reservations=record_reservations,
+        estimate=est,
     )
     stats = sim.run()
     wall = _time.perf_counter() - t0
@@ -553,4 +594,6 @@ def simulate(
         passes=sched.passes,
         wall_s=wall,
         reservation_log=sched.reservation_log,
+        estimate=est.name,
+        estimate_options=est.options(),
     )
