@@ -13,12 +13,19 @@ policies compute :meth:`~OrderingPolicy.key` through it), so every path gives th
 name      order                                                                   dynamic
 ========  ======================================================================  =======
 fcfs      submit time                                                             no
-sjf       smallest requested node-hours first (``nodes * request_time``)          no
-ljf       largest requested node-hours first                                      no
+sjf       shortest estimate first (``estimate``)                                  no
+ljf       longest estimate first                                                  no
+saf       smallest area first: estimated node-hours (``nodes * estimate``)        no
+laf       largest area first                                                      no
 sbp       score-based priority: ``w_fs*F + w_age*A + w_size*S`` (highest first)  yes
 mpp       multi-queue priority: queue priority (highest first), then FCFS         no
 wfp       Mira's WFP: ``(wait / request_time)**3 * nodes`` (highest first)        yes
 ========  ======================================================================  =======
+
+The length-based orders (sjf, ljf, saf, laf) use each job's *estimate*, set at submission by
+the run's estimate model (:mod:`scheduler.estimates`): the request (``request_time``) by
+default, so that ``saf``/``laf`` then order by requested node-hours; every tie goes to the
+earlier submission.
 
 **SBP** (a Slurm-multifactor-style score). ``F`` is the fair-share factor
 ``2 ** (-(U_u / U) / s_u)`` of the job's user, where ``U_u / U`` is the user's share of the
@@ -58,6 +65,8 @@ __all__ = [
     "FCFS",
     "SJF",
     "LJF",
+    "SAF",
+    "LAF",
     "ScoreBasedPriority",
     "MultiQueuePriority",
     "QueueSpec",
@@ -222,24 +231,50 @@ class FCFS(OrderingPolicy):
         return job.submit_time
 
 
+def _estimate(job: Job) -> float:
+    """The job's estimate (its request before a scheduler set one)."""
+    e = job.estimate
+    return job.request_time if e is None else e
+
+
 @register_ordering
 class SJF(OrderingPolicy):
-    """Shortest job first, by requested node-hours (FCFS tie-break)."""
+    """Shortest job first, by estimate (FCFS tie-break)."""
 
     name = "sjf"
 
     def key(self, job: Job, now: float) -> tuple[float, float]:
-        return (job.nodes * job.request_time, job.submit_time)
+        return (_estimate(job), job.submit_time)
 
 
 @register_ordering
 class LJF(OrderingPolicy):
-    """Largest job first, by requested node-hours (FCFS tie-break)."""
+    """Longest job first, by estimate (FCFS tie-break)."""
 
     name = "ljf"
 
     def key(self, job: Job, now: float) -> tuple[float, float]:
-        return (-job.nodes * job.request_time, job.submit_time)
+        return (-_estimate(job), job.submit_time)
+
+
+@register_ordering
+class SAF(OrderingPolicy):
+    """Smallest area first: estimated node-hours, ``nodes * estimate`` (FCFS tie-break)."""
+
+    name = "saf"
+
+    def key(self, job: Job, now: float) -> tuple[float, float]:
+        return (job.nodes * _estimate(job), job.submit_time)
+
+
+@register_ordering
+class LAF(OrderingPolicy):
+    """Largest area first: estimated node-hours (FCFS tie-break)."""
+
+    name = "laf"
+
+    def key(self, job: Job, now: float) -> tuple[float, float]:
+        return (-job.nodes * _estimate(job), job.submit_time)
 
 
 @register_ordering

@@ -50,16 +50,16 @@ EXPECTED6 = {
     ("fcfs", "conservative"): CONSERVATIVE6,
     # SJF by node-seconds (J6 10 < J4 40 < J1 = J2 60 < J3 80 < J5 100).
     # none: J4 heads at 3; J6 at 10, J2 when J6 ends (15), J3 when J2 ends (25).
-    ("sjf", "none"): {1: 0, 2: 15, 3: 25, 4: 3, 5: 35, 6: 10},
-    ("sjf", "firstfit"): {1: 0, 2: 23, 3: 110, 4: 3, 5: 10, 6: 10},
-    ("sjf", "easy"): {1: 0, 2: 15, 3: 25, 4: 3, 5: 35, 6: 10},
-    ("sjf", "conservative"): CONSERVATIVE6,
+    ("saf", "none"): {1: 0, 2: 15, 3: 25, 4: 3, 5: 35, 6: 10},
+    ("saf", "firstfit"): {1: 0, 2: 23, 3: 110, 4: 3, 5: 10, 6: 10},
+    ("saf", "easy"): {1: 0, 2: 15, 3: 25, 4: 3, 5: 35, 6: 10},
+    ("saf", "conservative"): CONSERVATIVE6,
     # LJF: J5 (100) then J3 (80) lead. none: J5 starts at 4 and J3 waits for it (104).
     # easy: J3's shadow is 104, so J2 (10..20) and J4, J6 (from 20) backfill before it.
-    ("ljf", "none"): {1: 0, 2: 114, 3: 104, 4: 114, 5: 4, 6: 124},
-    ("ljf", "firstfit"): {1: 0, 2: 23, 3: 110, 4: 3, 5: 10, 6: 10},
-    ("ljf", "easy"): {1: 0, 2: 10, 3: 104, 4: 20, 5: 4, 6: 20},
-    ("ljf", "conservative"): CONSERVATIVE6,
+    ("laf", "none"): {1: 0, 2: 114, 3: 104, 4: 114, 5: 4, 6: 124},
+    ("laf", "firstfit"): {1: 0, 2: 23, 3: 110, 4: 3, 5: 10, 6: 10},
+    ("laf", "easy"): {1: 0, 2: 10, 3: 104, 4: 20, 5: 4, 6: 20},
+    ("laf", "conservative"): CONSERVATIVE6,
     # MPP: express (<= 2 nodes, priority 2) holds J4 and J6; J5 names queue "batch".
     ("mpp", "none"): {1: 0, 2: 15, 3: 25, 4: 3, 5: 35, 6: 10},
     ("mpp", "firstfit"): {1: 0, 2: 23, 3: 110, 4: 3, 5: 10, 6: 10},
@@ -135,8 +135,8 @@ def test_general_path_gives_the_hand_computed_schedule(order, backfill):
 SIMULTANEOUS = [(1, 0, 4, 10, 1), (2, 1, 2, 10, 1), (3, 1, 4, 4, 2), (4, 1, 1, 30, 3)]
 CONSERVATIVE_BY_ORDER = {
     "fcfs": {1: 0, 2: 10, 3: 20, 4: 24},  # J2 10..20, J3 20..24, J4 after J3
-    "sjf": {1: 0, 2: 14, 3: 10, 4: 14},  # J3 10..14, J2 14..24, J4 14..44
-    "ljf": {1: 0, 2: 10, 3: 40, 4: 10},  # J4 10..40, J2 10..20, J3 after J4
+    "saf": {1: 0, 2: 14, 3: 10, 4: 14},  # J3 10..14, J2 14..24, J4 14..44
+    "laf": {1: 0, 2: 10, 3: 40, 4: 10},  # J4 10..40, J2 10..20, J3 after J4
     "wfp": {1: 0, 2: 10, 3: 20, 4: 24},  # all waited 0 at t=1: arrival order
     "mpp": {1: 0, 2: 10, 3: 40, 4: 10},  # express (1 node) first: J4, then J2, J3
     "sbp": {1: 0, 2: 14, 3: 10, 4: 14},  # size only: J3 (4), J2 (2), J4 (1)
@@ -239,7 +239,7 @@ def test_conservative_never_delays_a_reservation(exact, general):
 
 
 @pytest.mark.parametrize("backfill", sorted(BACKFILLS))
-@pytest.mark.parametrize("order", ["fcfs", "sjf", "ljf", "sbp", "mpp", "wfp"])
+@pytest.mark.parametrize("order", ["fcfs", "sjf", "ljf", "saf", "laf", "sbp", "mpp", "wfp"])
 def test_capacity_is_never_exceeded(order, backfill):
     jobs = synthetic(n=200, seed=7, exact=False, gap=60.0)
     res = simulate(jobs, n_nodes=32, ordering=order, backfill=backfill)
@@ -331,11 +331,12 @@ def reference_schedule(jobs: list[Job], n_nodes: int, policy: str, order_key) ->
 
 
 @pytest.mark.parametrize("backfill", ["none", "firstfit", "easy"])
-@pytest.mark.parametrize("order", ["fcfs", "sjf", "ljf"])
+@pytest.mark.parametrize("order", ["fcfs", "sjf", "ljf", "saf", "laf"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_matches_a_plain_reference_implementation(order, backfill, seed):
     jobs = synthetic(n=200, seed=seed, exact=False, gap=80.0)
-    key = {"fcfs": lambda j: 0, "sjf": lambda j: j.nodes * j.request_time, "ljf": lambda j: -j.nodes * j.request_time}[order]
+    key = {"fcfs": lambda j: 0, "sjf": lambda j: j.request_time, "ljf": lambda j: -j.request_time,
+           "saf": lambda j: j.nodes * j.request_time, "laf": lambda j: -j.nodes * j.request_time}[order]
     res = simulate(jobs, n_nodes=32, ordering=order, backfill=backfill)
     assert starts(res) == reference_schedule(jobs, 32, backfill, key)
 
@@ -403,11 +404,12 @@ def reference_conservative(jobs: list[Job], n_nodes: int, order_key) -> dict[int
 
 
 @pytest.mark.parametrize("exact", [True, False])
-@pytest.mark.parametrize("order", ["fcfs", "sjf", "ljf"])
+@pytest.mark.parametrize("order", ["fcfs", "sjf", "ljf", "saf", "laf"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_conservative_matches_a_plain_reference_implementation(order, exact, seed):
     jobs = synthetic(n=120, seed=seed, exact=exact, max_size=16, gap=100.0)
-    key = {"fcfs": lambda j: 0, "sjf": lambda j: j.nodes * j.request_time, "ljf": lambda j: -j.nodes * j.request_time}[order]
+    key = {"fcfs": lambda j: 0, "sjf": lambda j: j.request_time, "ljf": lambda j: -j.request_time,
+           "saf": lambda j: j.nodes * j.request_time, "laf": lambda j: -j.nodes * j.request_time}[order]
     res = simulate(jobs, n_nodes=16, ordering=order, backfill="conservative")
     assert starts(res) == reference_conservative([j.fresh() for j in jobs], 16, key)
 

@@ -10,8 +10,10 @@ from scheduler.errors import UserError
 from scheduler.job import Job
 from scheduler.ordering import (
     FCFS,
+    LAF,
     LJF,
     ORDERINGS,
+    SAF,
     SJF,
     WFP,
     MultiQueuePriority,
@@ -35,9 +37,9 @@ def ids(jobs):
 
 
 def test_registry_holds_the_six_policies_and_rejects_unknown_names():
-    assert list(ORDERINGS) == ["fcfs", "sjf", "ljf", "sbp", "mpp", "wfp"]
+    assert list(ORDERINGS) == ["fcfs", "sjf", "ljf", "saf", "laf", "sbp", "mpp", "wfp"]
     assert isinstance(make_ordering("fcfs", n_nodes=4), FCFS)
-    with pytest.raises(UserError, match=r"unknown ordering policy 'lifo'; valid: fcfs, sjf, ljf, sbp, mpp, wfp"):
+    with pytest.raises(UserError, match=r"unknown ordering policy 'lifo'; valid: fcfs, sjf, ljf, saf, laf, sbp, mpp, wfp"):
         make_ordering("lifo", n_nodes=4)
     with pytest.raises(UserError, match="takes no option"):
         make_ordering("fcfs", n_nodes=4, weight=1)
@@ -50,11 +52,22 @@ def test_fcfs_orders_by_submit_time_then_arrival():
     assert ids(FCFS(n_nodes=8).order(jobs, 10)) == [1, 2, 3]
 
 
-def test_sjf_and_ljf_use_requested_node_hours_with_fcfs_ties():
+def test_saf_and_laf_use_requested_node_hours_with_fcfs_ties():
     jobs = [job(1, 4, 0, 100), job(2, 1, 1, 300), job(3, 2, 2, 200), job(4, 8, 3, 10), job(5, 1, 4, 80)]
     # node-seconds: 400, 300, 400, 80, 80
-    assert ids(SJF(n_nodes=8).order(jobs, 10)) == [4, 5, 2, 1, 3]
-    assert ids(LJF(n_nodes=8).order(jobs, 10)) == [1, 3, 2, 4, 5]
+    assert ids(SAF(n_nodes=8).order(jobs, 10)) == [4, 5, 2, 1, 3]
+    assert ids(LAF(n_nodes=8).order(jobs, 10)) == [1, 3, 2, 4, 5]
+    assert not SAF.dynamic and not LAF.dynamic
+
+
+def test_sjf_and_ljf_use_the_estimate_alone_with_fcfs_ties():
+    jobs = [job(1, 4, 0, 100), job(2, 1, 1, 300), job(3, 2, 2, 200), job(4, 8, 3, 10), job(5, 1, 4, 100)]
+    # Without an estimate set (no scheduler yet) the request counts: 100, 300, 200, 10, 100.
+    assert ids(SJF(n_nodes=8).order(jobs, 10)) == [4, 1, 5, 3, 2]
+    assert ids(LJF(n_nodes=8).order(jobs, 10)) == [2, 3, 1, 5, 4]
+    # The estimate, once set, replaces the request.
+    jobs[1].estimate = 5.0
+    assert ids(SJF(n_nodes=8).order(jobs, 10)) == [2, 4, 1, 5, 3]
     assert not SJF.dynamic and not LJF.dynamic
 
 

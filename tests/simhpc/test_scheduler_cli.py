@@ -41,7 +41,7 @@ def test_summary_table_and_json(capsys):
 
 @pytest.mark.parametrize("order,backfill,starts", [
     ("fcfs", "none", [0, 10, 20, 30, 30, 30]),
-    ("ljf", "easy", [0, 10, 104, 20, 4, 20]),
+    ("laf", "easy", [0, 10, 104, 20, 4, 20]),
     ("fcfs", "conservative", [0, 10, 20, 30, 30, 5]),
 ])
 def test_policies_and_jobs_out(capsys, tmp_path, order, backfill, starts):
@@ -78,7 +78,7 @@ def test_no_kill_and_limit(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--order", "lifo"], "unknown ordering policy 'lifo' (--order); valid: fcfs, sjf, ljf, sbp, mpp, wfp"),
+    (["--order", "lifo"], "unknown ordering policy 'lifo' (--order); valid: fcfs, sjf, ljf, saf, laf, sbp, mpp, wfp"),
     (["--backfill", "greedy"], "unknown backfill policy 'greedy' (--backfill); valid: none, firstfit, easy, conservative"),
     (["--allocator", "hilbert"], "unknown allocator 'hilbert' (--allocator); valid: "),
     (["--nodes", "-3"], "--nodes must be >= 1, got -3"),
