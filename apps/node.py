@@ -181,6 +181,11 @@ class MpiShared:
     def __init__(self, node_model: NodeModel):
         self.node_model = node_model
         self.groups: dict[tuple[int, int], dict[Any, tuple[int, ...]]] = {}
+        #: (job, key) -> a value the job's ranks share (:meth:`apps.mpi.Comm.job_cache`).
+        self.cache: dict[tuple[int, Any], Any] = {}
+        #: The run's trace recorder (:class:`apps.otf2trace.record.Recorder`), None when the
+        #: run records no trace: ranks then run on plain communicators, at no cost.
+        self.recorder: Any = None
 
 
 class NodeJob:
@@ -264,9 +269,13 @@ class MpiNode(NetworkNode):
             js.routed = True
         size = spec.size
         job = spec.job
+        recorder = self.shared.recorder
+        world_cls = Comm if recorder is None else recorder.world_cls
         for w in local:
             ep = Endpoint(self, js, w)
-            ep.world = Comm(ep, w, size, None, 0, "world")
+            ep.world = world_cls(ep, w, size, None, 0, "world")
+            if recorder is not None:
+                recorder.attach(ep, spec, now)
             js.eps[w] = ep
             ep.proc = self.spawn(self._rank_main, js, ep, name=f"job{job}.rank{w}")
 

@@ -57,7 +57,7 @@ class Platform:
         manager_eid: the manager's entity id (the same on every rank).
     """
 
-    __slots__ = ("machine", "config", "sim", "net", "manager", "manager_eid")
+    __slots__ = ("machine", "config", "sim", "net", "manager", "manager_eid", "recorder")
 
     def __init__(self, *, machine: Machine, config: NetworkConfig, sim: Simulator, net: Network,
                  manager: JobManager | None):
@@ -67,6 +67,8 @@ class Platform:
         self.net = net
         self.manager = manager
         self.manager_eid = sim.eid(MANAGER)
+        #: The MPI call recorder when built with ``record=True``, else None.
+        self.recorder: Any = None
 
     @property
     def topology(self) -> Topology:
@@ -89,6 +91,25 @@ class Platform:
             rec = sim.comm.bcast(rec, root=sim.rank_of(self.manager_eid))
         assert rec is not None
         return rec
+
+    def recorded(self) -> dict[str, Any] | None:
+        """The MPI calls the run logged (built with ``record=True``; else None), from all
+        ranks, on rank 0 (None elsewhere): ``{"jobs": [...], "ranks": [...]}`` as
+        :meth:`apps.otf2trace.record.Recorder.collect` gives them, ranks in (job, rank) order."""
+        rec = self.recorder
+        if rec is None:
+            return None
+        sim = self.sim
+        mine = rec.collect()
+        if sim.comm is not None and sim.size > 1:
+            parts = sim.comm.gather(mine, root=0)
+            if sim.rank != 0:
+                return None
+        else:
+            parts = [mine]
+        jobs = {j["job"]: j for p in parts for j in p["jobs"]}
+        ranks = sorted((r for p in parts for r in p["ranks"]), key=lambda r: (r["job"], r["rank"]))
+        return {"jobs": [jobs[k] for k in sorted(jobs)], "ranks": ranks}
 
     def job_states(self, job_id: int) -> list[dict[str, Any]]:
         """Every node's state of ``job_id`` (see :meth:`apps.node.MpiNode.job_state`), from
@@ -113,13 +134,15 @@ def build_platform(
     comm: Any = "auto",
     on_end: Callable[[JobRecord], Any] | None = None,
     predict_ranks: tuple[int, ...] = (),
+    record: bool = False,
 ) -> Platform:
     """Build ``machine`` (a preset name or a Machine) with ``network`` in a new simulator.
 
     ``seed``, ``end_time`` and ``comm`` go to the :class:`~pdes.Simulator` (``comm``:
     ``"auto"``, None for sequential, or an mpi4py communicator); ``on_end`` is the
     manager's job-end callback (see :class:`~apps.manager.JobManager`); ``predict_ranks``
-    turns on the kernel's statistics mode (:mod:`pdes.predict`).
+    turns on the kernel's statistics mode (:mod:`pdes.predict`); ``record`` logs every MPI
+    call of the jobs' ranks for an OTF2 trace (:meth:`Platform.recorded`).
     """
     m = machine if isinstance(machine, Machine) else get_machine(machine)
     config = network_config(network)
@@ -127,6 +150,12 @@ def build_platform(
     sim = Simulator(end_time=end_time, lookahead=network_lookahead(topo), seed=seed, comm=comm,
                     predict_ranks=predict_ranks)
     shared = MpiShared(NodeModel.from_machine(m))
+    if record:
+        from .otf2trace.record import Recorder
+
+        shared.recorder = Recorder()
     net = Network(sim, topo, config, mem_bw=float(m.mem_bw_per_node), node_cls=MpiNode, node_args=(shared,))
     mgr = sim.add_entity(JobManager, net.node_offset, on_end, name=MANAGER, rank=0)
-    return Platform(machine=m, config=config, sim=sim, net=net, manager=mgr)
+    plat = Platform(machine=m, config=config, sim=sim, net=net, manager=mgr)
+    plat.recorder = shared.recorder
+    return plat

@@ -164,6 +164,7 @@ def _load_builtins() -> None:
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
         importlib.import_module("apps.skeletons")
+        importlib.import_module("apps.otf2trace.replay")
 
 
 def app_names() -> list[str]:

@@ -17,6 +17,7 @@ cut by ``end_time`` raises :class:`~apps.errors.AppTimeoutError`.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -80,6 +81,9 @@ class AppResult:
     net: NetworkStats = field(repr=False)
     stats: RunStats = field(repr=False)
     rank_results: tuple[Any, ...] = field(default=(), repr=False)
+    #: What the run's OTF2 trace holds when it wrote one (``otf2=DIR``): counts of jobs,
+    #: ranks, calls and events, and its ``path``; None otherwise.
+    otf2: dict[str, Any] | None = None
 
     @property
     def events_per_s(self) -> float:
@@ -158,6 +162,7 @@ def run_app(
     job_id: int = JOB_ID,
     allowed_links: Any = None,
     predict_ranks: tuple[int, ...] = (),
+    otf2: str | os.PathLike | None = None,
     **kwargs: Any,
 ) -> AppResult:
     """Run app ``app`` with ``ranks`` ranks alone on ``machine`` (a preset name or a
@@ -182,6 +187,8 @@ def run_app(
             allocator's reservation); None: the topology's routing.
         predict_ranks: rank counts whose parallel figures the run measures on one rank
             (the kernel's statistics mode, :mod:`pdes.predict`; in ``result.stats.predicted``).
+        otf2: a directory to write an OTF2 trace of the simulated run into (every MPI call
+            of every rank at its simulated times; :mod:`apps.otf2trace.export`).
     """
     m = machine if isinstance(machine, Machine) else get_machine(machine)
     ranks = check_int("ranks", ranks, lo=1, error=AppConfigError)
@@ -201,7 +208,8 @@ def run_app(
     else:
         rank_nodes = map_ranks(ranks, nodes, rpn, mapping)
 
-    plat = build_platform(m, config, seed=seed, end_time=end_time, comm=comm, predict_ranks=predict_ranks)
+    plat = build_platform(m, config, seed=seed, end_time=end_time, comm=comm, predict_ranks=predict_ranks,
+                          record=otf2 is not None)
     sim = plat.sim
     spec = LaunchSpec.build(job=job_id, app=app, args=args, rank_nodes=rank_nodes,
                             report_to=plat.manager_eid, options=options, allowed_links=allowed_links)
@@ -211,6 +219,7 @@ def run_app(
     rec = plat.shared_record(job_id)
     states = plat.job_states(job_id)
     _raise_failures(rec, states, sim, end_time)
+    written = _write_trace(plat, otf2, m.name) if otf2 is not None else None
     # Utilization is busy time over the app's runtime (every link carries the job's traffic
     # only within it); the same figure on every parallel rank.
     netstats.duration = rec.runtime
@@ -225,8 +234,22 @@ def run_app(
         messages=rec.messages, network_bytes=jb, hop_bytes=netstats.job_hop_bytes.get(job_id, 0.0),
         intra_node_messages=netstats.intra_node_messages, hot_links=_hot_links(netstats, topo, hot_links),
         events=st.events, wall_s=st.wall_s, sim_ranks=st.ranks, net=netstats, stats=st,
-        rank_results=tuple(results),
+        rank_results=tuple(results), otf2=written,
     )
+
+
+def _write_trace(plat: Any, path: str | os.PathLike, machine: str) -> dict[str, Any]:
+    """Write the run's recorded MPI calls to ``path`` (on rank 0); the counts, on every rank."""
+    from .otf2trace.export import write_otf2
+
+    recorded = plat.recorded()
+    sim = plat.sim
+    out = None
+    if recorded is not None:
+        out = {**write_otf2(path, recorded, machine=machine), "path": os.fspath(path)}
+    if sim.comm is not None and sim.size > 1:
+        out = sim.comm.bcast(out, root=0)
+    return out
 
 
 def _hot_links(netstats: NetworkStats, topo: Any, k: int) -> list[dict[str, Any]]:

@@ -100,6 +100,9 @@ class Comm:
     """
 
     __slots__ = ("_ep", "rank", "size", "_ranks", "_ctx", "_cctx", "name", "_nsub")
+    #: The classes of derived communicators (a recording subclass keeps its own kind).
+    _comm_cls: type["Comm"]
+    _cart_cls: type["CartComm"]
 
     def __init__(self, ep: Endpoint, rank: int, size: int, ranks: tuple[int, ...] | None, ctx: int, name: str):
         self._ep = ep
@@ -457,6 +460,29 @@ class Comm:
         return self._run("reduce_scatter", name, total, fn, counts, items, f)
 
     # -- communicators ------------------------------------------------------------------------------
+    def group_comm(self, members: Sequence[int], key: Any, name: str = "") -> "Comm | None":
+        """A communicator of the world ranks ``members`` (in that order), made without any
+        communication: every member that asks with the same ``key`` gets the same context
+        (None for a rank not in ``members``). Trace replay uses it, since a trace replays the
+        cost of creating its communicators from its own records."""
+        ranks = tuple(int(r) for r in members)
+        w = self._ep.w
+        if w not in ranks:
+            return None
+        ctx = _derive_ctx(self._ep.world._ctx, 0, f"group:{key}")
+        return self._comm_cls(self._ep, ranks.index(w), len(ranks), ranks, ctx, name or f"group({key})")
+
+    def job_cache(self, key: Any, make: Any) -> Any:
+        """A read-only value shared by the job's ranks in this simulation process: ``make()``
+        runs for the first rank that asks for ``key`` (e.g. a parsed trace), the others get
+        its result."""
+        cache = self._ep.node.shared.cache
+        ck = (self._ep.job, key)
+        v = cache.get(ck)
+        if v is None:
+            v = cache[ck] = make()
+        return v
+
     def _new_ctx(self, what: str) -> int:
         """Agree on a new context id (an allreduce of the context mask, as MPICH does)."""
         self.allreduce(CTX_MASK_BYTES, algorithm=None)
@@ -493,12 +519,12 @@ class Comm:
         ranks = groups[color]
         me = ranks.index(self._ep.w)
         ctx = _derive_ctx(ctx, color, "color")
-        return Comm(self._ep, me, len(ranks), ranks, ctx, f"split({self.name}, color={color})")
+        return self._comm_cls(self._ep, me, len(ranks), ranks, ctx, f"split({self.name}, color={color})")
 
     def dup(self) -> "Comm":
         """A communicator with the same ranks and a new context. Collective."""
         ctx = self._new_ctx("dup")
-        return Comm(self._ep, self.rank, self.size, self._ranks, ctx, f"dup({self.name})")
+        return self._comm_cls(self._ep, self.rank, self.size, self._ranks, ctx, f"dup({self.name})")
 
     def cart_create(self, dims: Sequence[int], periods: Sequence[bool] | bool = True, reorder: bool = False) -> "CartComm | None":
         """A Cartesian communicator of the first prod(dims) ranks (row-major coordinates:
@@ -527,7 +553,7 @@ class Comm:
             ranks = self._ranks
         else:
             ranks = tuple(self.to_world(r) for r in range(n))
-        return CartComm(self._ep, self.rank, n, ranks, ctx, f"cart{dims}", dims, periods)
+        return self._cart_cls(self._ep, self.rank, n, ranks, ctx, f"cart{dims}", dims, periods)
 
 
 class CartComm(Comm):
@@ -600,7 +626,7 @@ class CartComm(Comm):
         ctx = _derive_ctx(ctx, color, "color")
         dims = tuple(d for d, k in zip(self.dims, keep) if k) or (1,)
         periods = tuple(p for p, k in zip(self.periods, keep) if k) or (False,)
-        return CartComm(self._ep, me, len(ranks), ranks, ctx, f"cart_sub({self.name}, {keep})", dims, periods)
+        return self._cart_cls(self._ep, me, len(ranks), ranks, ctx, f"cart_sub({self.name}, {keep})", dims, periods)
 
     def halo_exchange(self, face_bytes: float | Sequence[float], *, tag: int = HALO_TAG, data: Any = None) -> list[Request]:
         """Exchange ``face_bytes`` (one number, or one per dimension) with both neighbours in
@@ -622,5 +648,10 @@ class CartComm(Comm):
         for d, (src, dst) in enumerate(shifts):
             sends.append(self.isend(dst, fb[d], tag + 2 * d, data))
             sends.append(self.isend(src, fb[d], tag + 2 * d + 1, data))
-        self._ep.wait_all(recvs + sends)
+        # Through waitall (not the endpoint) so that a recording communicator sees the wait.
+        self.waitall(recvs + sends)
         return recvs
+
+
+Comm._comm_cls = Comm
+Comm._cart_cls = CartComm

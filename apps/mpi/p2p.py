@@ -139,7 +139,7 @@ class Endpoint:
         "node", "js", "w", "job", "rank_nodes", "eager", "ctrl", "net_send", "proc",
         "posted", "wild", "unexp", "aseq", "pseq", "sseq", "rseq", "held", "rdv", "next_id",
         "n_wait", "waiting", "probing", "coll", "bytes_sent", "msgs_sent", "done", "end",
-        "sleeping_until", "_rng", "world", "rdv_out", "_descs", "poll_s",
+        "sleeping_until", "_rng", "world", "rdv_out", "_descs", "poll_s", "rec",
     )
 
     def __init__(self, node: Any, js: Any, world_rank: int):
@@ -176,6 +176,7 @@ class Endpoint:
         self.world: Any = None
         self.rdv_out = 0  # rendezvous sends whose data left but whose on_sent is pending
         self._descs: dict[tuple, str] = {}
+        self.rec: Any = None  # the rank's call log when the run records a trace (apps.otf2trace)
 
     # -- sending ------------------------------------------------------------------------
     def send(self, comm: "Comm", ctx: int, src_c: int, dest_c: int, dst_w: int, nbytes: int, tag: int,
