@@ -15,10 +15,13 @@ a script runs from a checkout as ``python scripts/X.py`` without being installed
   the ranks), ``find_mpirun`` / ``require_mpirun``;
 * ``traces_dir``, ``out_dir`` and ``plt`` (matplotlib without a display).
 
-Reproduction scripts run at one of three scales: ``--full`` (the published size; meant for a
-cluster, ``mpirun -n 64 python scripts/repro_X.py --full``), the default *reduced* scale
-(the same experiment, smaller, a few minutes on a laptop) and ``--tiny`` (seconds, for the
-tests). Each prints which scale it ran and what was reduced, one or more tables, and as its
+Reproduction scripts run at one of three scales, ``--scale full|reduced|tiny``: ``full`` (the
+published setup; meant for a cluster, ``mpirun -n 64 python scripts/repro_X.py --scale
+full``; ``--full`` is the same), the default ``reduced`` (the same experiment, smaller, a few
+minutes on a laptop) and ``tiny`` (seconds, for the tests; ``--tiny``). ``--dry-run`` builds
+the scale's machines and workloads, prints the setup and stops. Ratios are reported as
+``mean_se`` (mean, standard error, number of samples) over seeds or workloads.
+Each prints which scale it ran and what was reduced, one or more tables, and as its
 last line one JSON object with its figures; its figure goes to ``--out DIR`` (default
 ``results/``).
 """
@@ -60,8 +63,13 @@ def parser(doc: str, *, scales: bool = False, rounds: int | None = None, seed: i
         ap = argparse.ArgumentParser(description=paragraphs[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n\n".join(paragraphs[1:]))
         g = ap.add_mutually_exclusive_group()
-        g.add_argument("--full", action="store_true", help="the published scale (use a cluster: mpirun -n 64 ...)")
-        g.add_argument("--tiny", action="store_true", help="a seconds-long smoke run (for tests)")
+        g.add_argument("--scale", choices=SCALES, default=None,
+                       help="full (the published setup; use a cluster: mpirun -n 64 ...), reduced (the default: "
+                            "the same shape, minutes on a laptop) or tiny (seconds, for the tests)")
+        g.add_argument("--full", action="store_true", help="the same as --scale full")
+        g.add_argument("--tiny", action="store_true", help="the same as --scale tiny")
+        ap.add_argument("--dry-run", action="store_true",
+                        help="build the scale's machines and workloads, print the setup and stop (no simulation)")
         ap.add_argument("--out", default="results", help="folder for the figure (default: results/)")
         ap.add_argument("--seeds", type=int, default=None, help="seeds per configuration (default: by scale)")
     else:
@@ -75,6 +83,8 @@ def parser(doc: str, *, scales: bool = False, rounds: int | None = None, seed: i
 
 def scale(args: argparse.Namespace) -> str:
     """The scale the arguments ask for: ``full``, ``tiny`` or (by default) ``reduced``."""
+    if getattr(args, "scale", None):
+        return args.scale
     return "full" if args.full else ("tiny" if args.tiny else "reduced")
 
 
@@ -92,6 +102,38 @@ def scaled(args: argparse.Namespace, table: Mapping[str, T]) -> tuple[str, T]:
 def median(xs: Iterable[float]) -> float:
     """The median (the mean of the middle two for an even count)."""
     return statistics.median(xs)
+
+
+def mean_se(xs: Iterable[float]) -> dict[str, float | int | None]:
+    """``{"mean", "se", "n"}`` of the finite values of ``xs``: the mean, its standard error
+    (sample standard deviation / sqrt(n); None for fewer than 2 values) and their count."""
+    v = [float(x) for x in xs if x is not None and math.isfinite(float(x))]
+    if not v:
+        return {"mean": None, "se": None, "n": 0}
+    m = statistics.fmean(v)
+    se = statistics.stdev(v) / math.sqrt(len(v)) if len(v) > 1 else None
+    return {"mean": r4(m), "se": r4(se), "n": len(v)}
+
+
+def fmt_se(s: Mapping[str, Any], digits: int = 3) -> str:
+    """``mean +- se (n)`` of a :func:`mean_se` figure, for the tables."""
+    if s["mean"] is None:
+        return "-"
+    se = "-" if s["se"] is None else f"{s['se']:.{digits}f}"
+    return f"{s['mean']:.{digits}f} +- {se} ({s['n']})"
+
+
+def factored(lo: int, hi: int, primes: Sequence[int] = (2, 3)) -> list[int]:
+    """The integers in ``[lo, hi]`` whose prime factors all lie in ``primes`` (by default
+    2^a 3^b): job sizes whose process grids are near-cubic in any number of dimensions."""
+    out, stack = set(), [1]
+    while stack:
+        x = stack.pop()
+        if x > hi or x in out:
+            continue
+        out.add(x)
+        stack.extend(x * p for p in primes)
+    return sorted(x for x in out if x >= lo)
 
 
 def ratio(a: float, b: float) -> float:

@@ -459,7 +459,7 @@ def test_repro_script_imports_and_has_help(name, capsys, monkeypatch):
         mod.main(["--help"])
     assert ei.value.code == 0
     out = capsys.readouterr().out
-    assert "--full" in out and "--out" in out and "--tiny" in out
+    assert "--full" in out and "--out" in out and "--tiny" in out and "--scale" in out and "--dry-run" in out
 
 
 # repro_zhou --tiny takes about 20 s (a 1,024-node all-to-all on three partitions); its
@@ -482,9 +482,20 @@ def test_repro_tiny_mode_prints_a_table_and_json(name, tmp_path):
         assert all(v["pairs"] == 1 and v["slowdown_t123"] == 1.0 and v["speedup"] > 0 for v in pats.values())
         assert set(fig["cluster"]) >= {"random", "t123", "utilization_t123_over_random"}
     if name == "repro_jigsaw":
-        for per in fig["machines"].values():
-            assert sorted(per) == ["firstfree", "jigsaw", "t123"] and per["firstfree"]["vs_firstfree"] == 1.0
-            assert all(0 < v["utilization"] <= 1 for v in per.values())
+        for by_mean in fig["machines"].values():
+            for per in by_mean.values():
+                assert sorted(per) == ["firstfree", "jigsaw", "t123", "t123-whole-pods"]
+                assert per["firstfree"]["vs_firstfree"] == {"mean": 1.0, "se": 0.0, "n": 2}
+                assert all(0 < v["utilization"]["mean"] <= 1 and v["utilization"]["n"] == 2 for v in per.values())
+    if name == "repro_obaida_liu":
+        # Every (message size, ranks per node) configuration, each job count over both seeds;
+        # one job is its own baseline, and at 16 ranks per node the partners share a node.
+        assert sorted(fig["configs"]) == ["1KiB/1", "1KiB/16", "1MiB/1", "1MiB/16"]
+        for cfg in fig["configs"].values():
+            assert [x["jobs"] for x in cfg["series"]] == [1, 3, 9]
+            assert cfg["series"][0]["vs_one_job"] == {"mean": 1.0, "se": 0.0, "n": 2}
+            assert all(x["runtime_us"]["n"] == 2 for x in cfg["series"])
+        assert all(x["slowdown"]["mean"] == 1.0 for x in fig["configs"]["1MiB/16"]["series"])
 
 
 # ------------------------------------------------------------------------- docs, examples
