@@ -28,6 +28,20 @@ end of the jobs that ran:
   scheduling decisions and fragmentation rather than to a lack of work.
 * **queue length** over time: the step function ``queue_times``/``queue_lengths`` and its
   samples ``queue_samples``.
+* **percentiles** (50th, 90th, 99th; numpy's linear interpolation) of the wait and of the
+  bounded slowdown, and the same figures **per class** (:func:`class_breakdown`): by job
+  size (power-of-two node-count bins: 1, 2, 3-4, 5-8, ...) and by run-time class
+  (:data:`RUN_CLASSES`: under 1 min, 1-10 min, 10 min-1 h, 1-10 h, 10 h and more).
+
+Bounded slowdown takes a threshold ``tau`` (seconds, > 0; :data:`TAU` = 10 s by default),
+recorded as ``SystemMetrics.tau``.
+
+Steady state: ``measure`` (a mask over the jobs, see :mod:`scheduler.trim`) restricts the
+per-job figures (means, maxima, percentiles, classes) to the measured jobs, which still
+shared the machine with all the others; utilization and loss of capacity are then taken over
+the measured jobs' arrival window, from the first to the last submission among them
+(``measure_start``/``measure_end``), with every job's busy nodes counted. ``makespan``, the
+counts of jobs that ran, were rejected or killed, and the time series describe the whole run.
 """
 
 from __future__ import annotations
@@ -41,12 +55,28 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from pdes.validate import check_float
+
 from .job import Job, JobStatus
 
-__all__ = ["JobTable", "SystemMetrics", "job_table", "system_metrics", "capacity_violations", "TAU"]
+__all__ = ["JobTable", "SystemMetrics", "job_table", "system_metrics", "capacity_violations", "TAU",
+           "PERCENTILES", "RUN_CLASSES", "check_tau", "size_classes", "run_classes", "class_breakdown"]
 
-#: The bounded-slowdown threshold in seconds.
+#: The default bounded-slowdown threshold in seconds.
 TAU = 10.0
+
+#: The percentiles reported for the wait and the bounded slowdown.
+PERCENTILES = (50, 90, 99)
+
+#: Run-time classes: (label, upper bound in seconds, exclusive); the last is unbounded.
+RUN_CLASSES: tuple[tuple[str, float], ...] = (
+    ("< 1 min", 60.0), ("1-10 min", 600.0), ("10 min-1 h", 3600.0), ("1-10 h", 36000.0), (">= 10 h", math.inf),
+)
+
+
+def check_tau(tau: Any, flag: str = "tau") -> float:
+    """The bounded-slowdown threshold: a finite number of seconds > 0 (raises UserError)."""
+    return check_float(f"{flag} (the bounded-slowdown threshold, seconds)", tau, lo=0.0, lo_open=True)
 
 _STATUS_CODES = {s: i for i, s in enumerate(JobStatus.ALL)}
 
@@ -130,7 +160,9 @@ def _opt(x: float | None) -> float:
 
 
 def job_table(jobs: Sequence[Job], *, tau: float = TAU) -> JobTable:
-    """The per-job metrics of ``jobs`` (in the given order)."""
+    """The per-job metrics of ``jobs`` (in the given order); ``tau`` bounds the slowdown."""
+    if tau != TAU:
+        tau = check_tau(tau)
     n = len(jobs)
     f64 = np.float64
     submit = np.fromiter((j.submit_time for j in jobs), f64, n)
@@ -194,6 +226,18 @@ class SystemMetrics:
     busy_nodes: np.ndarray = field(repr=False)
     queue_times: np.ndarray = field(repr=False)
     queue_lengths: np.ndarray = field(repr=False)
+    tau: float = TAU
+    measured_jobs: int = 0  # jobs that ran and are measured (all of them without a trim)
+    measure_start: float = math.nan
+    measure_end: float = math.nan
+    wait_p50: float = math.nan
+    wait_p90: float = math.nan
+    wait_p99: float = math.nan
+    bounded_slowdown_p50: float = math.nan
+    bounded_slowdown_p90: float = math.nan
+    bounded_slowdown_p99: float = math.nan
+    #: ``{"by_size": columns, "by_run": columns}`` (see :func:`class_breakdown`).
+    classes: dict[str, dict[str, list]] = field(default_factory=dict, repr=False)
 
     def scalars(self) -> dict[str, Any]:
         """The scalar figures (no arrays), e.g. for a JSON summary."""
@@ -273,16 +317,97 @@ def _loss_of_capacity(submit: np.ndarray, start: np.ndarray, end: np.ndarray, no
         if k < m and waiting_heap:
             idle = n_nodes - busy
             if idle > 0 and waiting_heap[0][0] <= idle:
-                lost += idle * (times_l[k] - t)
+                # Only the part inside [t0, t1] counts (a trimmed run measures a window).
+                lo = t if t > t0 else t0
+                hi = times_l[k] if times_l[k] < t1 else t1
+                if hi > lo:
+                    lost += idle * (hi - lo)
     return lost / (n_nodes * span)
 
 
+def size_classes(nodes: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Power-of-two job-size classes: the class index of each node count and the class
+    labels ("1", "2", "3-4", "5-8", ...), up to the largest count given."""
+    nodes = np.asarray(nodes, dtype=np.int64)
+    idx = np.zeros(len(nodes), dtype=np.int64)
+    big = nodes > 1
+    # class k >= 1 holds 2^(k-1) < n <= 2^k
+    idx[big] = np.ceil(np.log2(nodes[big])).astype(np.int64)
+    top = int(idx.max()) if len(idx) else 0
+    labels = []
+    for k in range(top + 1):
+        lo, hi = (1, 1) if k == 0 else (2 ** (k - 1) + 1, 2**k)
+        labels.append(str(hi) if lo == hi else f"{lo}-{hi}")
+    return idx, labels
+
+
+def run_classes(run: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """The :data:`RUN_CLASSES` index of each run time (seconds) and the class labels."""
+    bounds = np.array([b for _, b in RUN_CLASSES[:-1]])
+    return np.searchsorted(bounds, np.asarray(run, dtype=float), side="right"), [lab for lab, _ in RUN_CLASSES]
+
+
+def _percentiles(x: np.ndarray) -> list[float]:
+    if len(x) == 0:
+        return [math.nan] * len(PERCENTILES)
+    return [float(v) for v in np.percentile(x, PERCENTILES)]
+
+
+def class_breakdown(table: JobTable, mask: np.ndarray | None = None) -> dict[str, dict[str, list]]:
+    """Wait and bounded slowdown per job-size class and per run-time class.
+
+    Over the jobs that ran (and are in ``mask`` when given). Returns ``{"by_size": cols,
+    "by_run": cols}``, each ``cols`` a dict of equal-length lists, one entry per class that
+    has jobs: ``class`` (label), ``jobs``, ``mean_wait``, ``wait_p50/p90/p99``,
+    ``mean_bounded_slowdown``, ``bounded_slowdown_p50/p90/p99``.
+    """
+    ran = table.ran if mask is None else table.ran & mask
+    wait = table.wait[ran]
+    bsld = table.bounded_slowdown[ran]
+    out: dict[str, dict[str, list]] = {}
+    for key, (idx, labels) in (("by_size", size_classes(table.nodes[ran])), ("by_run", run_classes(table.run[ran]))):
+        cols: dict[str, list] = {"class": [], "jobs": [], "mean_wait": []}
+        cols.update({f"wait_p{p}": [] for p in PERCENTILES})
+        cols["mean_bounded_slowdown"] = []
+        cols.update({f"bounded_slowdown_p{p}": [] for p in PERCENTILES})
+        for k, label in enumerate(labels):
+            sel = idx == k
+            n = int(sel.sum())
+            if n == 0:
+                continue
+            w = wait[sel]
+            b = bsld[sel]
+            cols["class"].append(label)
+            cols["jobs"].append(n)
+            cols["mean_wait"].append(float(w.mean()))
+            for p, v in zip(PERCENTILES, _percentiles(w)):
+                cols[f"wait_p{p}"].append(v)
+            cols["mean_bounded_slowdown"].append(float(b.mean()))
+            for p, v in zip(PERCENTILES, _percentiles(b)):
+                cols[f"bounded_slowdown_p{p}"].append(v)
+        out[key] = cols
+    return out
+
+
 def system_metrics(jobs: Sequence[Job] | JobTable, n_nodes: int, *, interval: float = 60.0,
-                   rejected: int | None = None) -> SystemMetrics:
-    """Machine-wide metrics of the jobs that ran (see the module docstring)."""
-    table = jobs if isinstance(jobs, JobTable) else job_table(jobs)
+                   rejected: int | None = None, tau: float = TAU,
+                   measure: np.ndarray | None = None) -> SystemMetrics:
+    """Machine-wide metrics of the jobs that ran (see the module docstring).
+
+    ``tau`` is the bounded-slowdown threshold used when ``jobs`` is a list of jobs (a
+    :class:`JobTable` already holds its bounded slowdowns; pass the ``tau`` it was built
+    with so that it is recorded). ``measure``: a boolean mask over the jobs (table rows)
+    restricting the per-job figures to a steady-state part of the run (see
+    :mod:`scheduler.trim`); None measures every job.
+    """
+    tau = check_tau(tau) if tau != TAU else TAU
+    table = jobs if isinstance(jobs, JobTable) else job_table(jobs, tau=tau)
     if not interval > 0:
         raise ValueError(f"interval must be > 0 seconds, got {interval!r}")
+    if measure is not None:
+        measure = np.asarray(measure, dtype=bool)
+        if measure.shape != (len(table),):
+            raise ValueError(f"measure must be a mask of {len(table)} jobs, got shape {measure.shape}")
     ran = table.ran
     submit = table.submit[ran]
     start = table.start[ran]
@@ -296,14 +421,24 @@ def system_metrics(jobs: Sequence[Job] | JobTable, n_nodes: int, *, interval: fl
         zi = np.zeros(0, dtype=np.int64)
         nan = math.nan
         return SystemMetrics(n_nodes, 0, n_rej, killed, nan, nan, 0.0, 0.0, 0.0, nan, nan, nan, nan, nan, nan,
-                             interval, z, zi, z, zi, z, zi, z, zi)
+                             interval, z, zi, z, zi, z, zi, z, zi, tau=tau)
     t0 = float(submit.min())
     t1 = float(end.max())
     span = t1 - t0
     busy_t, busy_v = _step(np.concatenate([start, end]), np.concatenate([nodes, -nodes]))
     q_t, q_v = _step(np.concatenate([submit, start]), np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)]))
-    busy_node_s = float((nodes * (end - start)).sum())
-    util = busy_node_s / (n_nodes * span) if span > 0 else 0.0
+    if measure is None:
+        m_ran = ran
+        a, b = t0, t1
+        busy_node_s = float((nodes * (end - start)).sum())
+    else:
+        m_ran = ran & measure
+        m_submit = table.submit[measure]
+        a = float(m_submit.min()) if len(m_submit) else t0
+        b = float(m_submit.max()) if len(m_submit) else t1
+        busy_node_s = float((nodes * np.clip(np.minimum(end, b) - np.maximum(start, a), 0.0, None)).sum())
+    period = b - a
+    util = busy_node_s / (n_nodes * period) if period > 0 else 0.0
     # Sized by the makespan only up to MAX_SAMPLES: a trace job of run time 1e10 s must not
     # allocate gigabytes of samples.
     step = sampling_step(span, interval)
@@ -311,9 +446,14 @@ def system_metrics(jobs: Sequence[Job] | JobTable, n_nodes: int, *, interval: fl
     samples = t0 + step * np.arange(count + 1)
     busy_s = _sample(busy_t, busy_v, samples).astype(np.int64)
     queue_s = _sample(q_t, q_v, samples).astype(np.int64)
-    loc = _loss_of_capacity(submit, start, end, nodes, n_nodes, t0, t1)
-    wait = table.wait[ran]
-    sld = table.slowdown[ran]
+    loc = _loss_of_capacity(submit, start, end, nodes, n_nodes, a, b)
+    wait = table.wait[m_ran]
+    sld = table.slowdown[m_ran]
+    bsld = table.bounded_slowdown[m_ran]
+    nm = int(m_ran.sum())
+    nan = math.nan
+    wp = _percentiles(wait)
+    bp = _percentiles(bsld)
     return SystemMetrics(
         n_nodes=n_nodes,
         jobs=n,
@@ -324,12 +464,12 @@ def system_metrics(jobs: Sequence[Job] | JobTable, n_nodes: int, *, interval: fl
         makespan=span,
         utilization=util,
         loss_of_capacity=loc,
-        mean_wait=float(wait.mean()),
-        max_wait=float(wait.max()),
-        mean_response=float(table.response[ran].mean()),
-        mean_slowdown=float(np.nanmean(sld)) if np.isfinite(sld).any() else math.nan,
-        mean_bounded_slowdown=float(table.bounded_slowdown[ran].mean()),
-        max_bounded_slowdown=float(table.bounded_slowdown[ran].max()),
+        mean_wait=float(wait.mean()) if nm else nan,
+        max_wait=float(wait.max()) if nm else nan,
+        mean_response=float(table.response[m_ran].mean()) if nm else nan,
+        mean_slowdown=float(np.nanmean(sld)) if np.isfinite(sld).any() else nan,
+        mean_bounded_slowdown=float(bsld.mean()) if nm else nan,
+        max_bounded_slowdown=float(bsld.max()) if nm else nan,
         interval=float(step),
         sample_times=samples,
         busy_samples=busy_s,
@@ -339,6 +479,13 @@ def system_metrics(jobs: Sequence[Job] | JobTable, n_nodes: int, *, interval: fl
         busy_nodes=busy_v.astype(np.int64),
         queue_times=q_t,
         queue_lengths=q_v.astype(np.int64),
+        tau=tau,
+        measured_jobs=nm,
+        measure_start=a,
+        measure_end=b,
+        wait_p50=wp[0], wait_p90=wp[1], wait_p99=wp[2],
+        bounded_slowdown_p50=bp[0], bounded_slowdown_p90=bp[1], bounded_slowdown_p99=bp[2],
+        classes=class_breakdown(table, None if measure is None else measure),
     )
 
 

@@ -30,9 +30,11 @@ from .backfill import BACKFILLS
 from .errors import SwfMachineSizeError, UserError
 from .job import Job
 from .lifecycle import JobRunner, ScheduleResult, simulate
-from .metrics import JobTable, SystemMetrics, job_table, system_metrics
+from .load import check_load_factor, scale_load
+from .metrics import TAU, JobTable, SystemMetrics, check_tau, job_table, system_metrics
 from .ordering import ORDERINGS
 from .swf import SwfReport, SwfTrace, read_swf
+from .trim import Trim
 
 __all__ = ["Machine", "ReplayResult", "replay", "resolve_machine"]
 
@@ -106,6 +108,9 @@ class ReplayResult:
     swf_report: SwfReport | None = None
     schedule: ScheduleResult | None = field(default=None, repr=False)
     placement: dict[str, Any] | None = None
+    tau: float = TAU
+    load_factor: float = 1.0
+    trim: Trim = field(default_factory=Trim)
 
     def summary(self) -> dict[str, Any]:
         """The scalar figures, in the order ``simhpc replay --json`` prints them."""
@@ -135,7 +140,18 @@ class ReplayResult:
             "jobs_per_s": m.jobs / self.sim_wall_s if self.sim_wall_s > 0 else None,
             "events": self.stats.events,
             "passes": self.passes,
+            "tau": self.tau,
+            "load_factor": self.load_factor,
+            "measured_jobs": m.measured_jobs,
         }
+        if self.trim.active:
+            out["trim"] = self.trim.as_dict()
+            out["measure_start"] = m.measure_start
+            out["measure_end"] = m.measure_end
+        for k in ("wait_p50", "wait_p90", "wait_p99", "bounded_slowdown_p50", "bounded_slowdown_p90",
+                  "bounded_slowdown_p99"):
+            out[k] = _finite(getattr(m, k))
+        out["classes"] = m.classes
         out["rejected_by_reason"] = {k: v for k, v in self.rejected_by_reason().items() if v}
         if self.swf_report is not None:
             out["filter"] = self.swf_report.as_dict()
@@ -186,6 +202,11 @@ def replay(
     allocator_options: dict[str, Any] | None = None,
     order_options: dict[str, Any] | None = None,
     backfill_options: dict[str, Any] | None = None,
+    tau: float = TAU,
+    load_factor: float = 1.0,
+    skip_first: int = 0,
+    skip_last: int = 0,
+    window: tuple[float, float] | str | None = None,
 ) -> ReplayResult:
     """Replay a workload through a scheduler and measure it.
 
@@ -202,9 +223,16 @@ def replay(
         skip_malformed: skip and count malformed SWF lines instead of raising.
         limit: replay only the first ``limit`` jobs of the trace.
         interval: sampling interval of the utilization and queue series (seconds).
+        tau: the bounded-slowdown threshold (seconds, > 0).
+        load_factor: divide the inter-arrival times by this (> 0; see :mod:`scheduler.load`).
+        skip_first, skip_last, window: measure only part of the jobs (see
+            :mod:`scheduler.trim`); every job is still simulated.
     """
     t_start = _time.perf_counter()
     seed = check_seed("seed", seed)
+    tau = check_tau(tau, "tau (--tau)")
+    load_factor = check_load_factor(load_factor, "load_factor (--load-factor)")
+    trim = Trim(skip_first=skip_first, skip_last=skip_last, window=window)
     _check_name("ordering policy", order, ORDERINGS, "--order")
     _check_name("backfill policy", backfill, BACKFILLS, "--backfill")
     _check_name("allocator", allocator, ALLOCATORS, "--allocator")
@@ -256,6 +284,21 @@ def replay(
         jobs = list(trace)  # type: ignore[arg-type]
         if limit is not None:
             jobs = jobs[:limit]
+    copy = True
+    if load_factor != 1.0 and jobs:
+        t0 = min(j.submit_time for j in jobs)
+        jobs = scale_load(jobs, load_factor, t0=t0)
+        copy = False
+        # Jobs the trace filter rejected keep their rows: on the same scaled clock.
+        rejected = scale_load(rejected, load_factor, t0=t0)
+        for j in rejected:
+            j.status = "rejected"
+    measure = None
+    if trim.active:
+        # Checked before the run: a trim that leaves nothing fails at once. The scheduler
+        # keeps its workload in submission order (ties in given order), as the table rows.
+        arrival = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_time, i))
+        measure = trim.mask([jobs[i].submit_time for i in arrival])
     res = simulate(
         jobs,
         n_nodes=mach.n_nodes,
@@ -270,6 +313,7 @@ def replay(
         allocator_options=allocator_options,
         ordering_options=order_options,
         backfill_options=backfill_options,
+        copy=copy,
     )
     all_rejected = rejected + res.rejected
     placement = None
@@ -278,8 +322,9 @@ def replay(
         from .allocators.metrics import allocation_metrics_by_size
 
         placement = allocation_metrics_by_size(res.jobs, mach.topology)
-    table = job_table(res.jobs)
-    metrics = system_metrics(table, mach.n_nodes, interval=interval, rejected=len(all_rejected))
+    table = job_table(res.jobs, tau=tau)
+    metrics = system_metrics(table, mach.n_nodes, interval=interval, rejected=len(all_rejected), tau=tau,
+                             measure=measure)
     wall = _time.perf_counter() - t_start
     return ReplayResult(
         trace=name,
@@ -299,4 +344,7 @@ def replay(
         swf_report=report,
         schedule=res,
         placement=placement,
+        tau=tau,
+        load_factor=load_factor,
+        trim=trim,
     )

@@ -48,7 +48,14 @@ def _toml(res: ReplayResult) -> str:
         ("trace", res.trace), ("nodes", m.n_nodes), ("cores_per_node", m.cores_per_node),
         ("machine", m.name), ("allocator", res.allocator), ("order", res.order),
         ("backfill", res.backfill), ("kill_overrun", res.kill_overrun),
+        ("tau", res.tau), ("load_factor", res.load_factor),
     ]
+    if res.trim.active:
+        t = res.trim
+        items += [("skip_first", t.skip_first), ("skip_last", t.skip_last)]
+        if t.window is not None:
+            a, b = t.window
+            items.append(("window", f"{a!r}:{'' if b == float('inf') else repr(b)}"))
     lines = ["[replay]"]
     for k, v in items:
         lines.append(f"{k} = {'true' if v is True else 'false' if v is False else json.dumps(v)}")

@@ -39,6 +39,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip and count malformed trace lines (default: stop at the first)")
     parser.add_argument("--limit", type=positive_int, metavar="N", help="replay only the first N jobs")
     parser.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    parser.add_argument("--tau", default="10", metavar="SECONDS",
+                        help="bounded-slowdown threshold: max(response / max(run, tau), 1) (default 10 s; e.g. 60 or 1min)")
+    parser.add_argument("--load-factor", type=float, default=1.0, metavar="F",
+                        help="divide the trace's inter-arrival times by F (> 0; 1.2 = 20%% more load), for load sweeps")
+    parser.add_argument("--skip-first", type=int, default=0, metavar="N",
+                        help="leave the first N jobs (submission order) out of the measured figures (warm-up); "
+                             "they are still simulated")
+    parser.add_argument("--skip-last", type=int, default=0, metavar="N",
+                        help="leave the last N jobs out of the measured figures (cool-down)")
+    parser.add_argument("--window", metavar="START:END",
+                        help="measure only the jobs submitted in [START, END) (simulated time, e.g. 2d:30d; END may "
+                             "be left empty)")
     parser.add_argument("--jobs-out", metavar="FILE.csv", help="write the per-job table as CSV")
     parser.add_argument("--out", metavar="RESULTS.h5",
                         help="write the results file (the schema of simhpc run: simhpc show / plot read it); an "
@@ -85,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from .show_cmd import reasons_text
 
     from ..traces import resolve_trace
+    from models.units import parse_time
 
     if args.nodes is not None and args.nodes < 1:
         raise CliError(f"--nodes must be >= 1, got {args.nodes}; give the machine size in nodes, e.g. --nodes 128")
@@ -110,6 +123,11 @@ def run(args: argparse.Namespace) -> int:
             skip_malformed=args.skip_malformed,
             limit=args.limit,
             allocator_options=parse_options(args.allocator_option, "--allocator-option"),
+            tau=parse_time(args.tau, what="--tau"),
+            load_factor=args.load_factor,
+            skip_first=args.skip_first,
+            skip_last=args.skip_last,
+            window=args.window,
             out=args.out,
             swf_out=args.swf_out,
         )
@@ -129,10 +147,19 @@ def run(args: argparse.Namespace) -> int:
         ["mean wait", _fmt_time(s["mean_wait"])],
         ["max wait", _fmt_time(s["max_wait"])],
         ["mean bounded slowdown", s["mean_bounded_slowdown"] if s["mean_bounded_slowdown"] is not None else "-"],
+        ["wait p50 / p90 / p99", " / ".join(_fmt_time(s[f"wait_p{p}"]) for p in (50, 90, 99))],
+        ["bounded slowdown p50/p90/p99",
+         " / ".join("-" if s[f"bounded_slowdown_p{p}"] is None else f"{s[f'bounded_slowdown_p{p}']:.4g}"
+                    for p in (50, 90, 99)) + f" (tau {s['tau']:g} s)"],
         ["utilization", f"{100 * s['utilization']:.2f} %"],
         ["loss of capacity", f"{100 * s['loss_of_capacity']:.2f} %"],
         ["wall time", f"{s['wall_s']:.3g} s (simulation {s['sim_wall_s']:.3g} s)"],
     ]
+    if s["load_factor"] != 1.0:
+        rows.insert(3, ["load factor", f"{s['load_factor']:g} (inter-arrival times / {s['load_factor']:g})"])
+    if "trim" in s:
+        rows.insert(4, ["measured", f"{s['measured_jobs']} jobs ({res.trim.describe()}), submitted "
+                        f"{_fmt_time(s['measure_start'])} .. {_fmt_time(s['measure_end'])}"])
     rep = res.swf_report
     if rep is not None:
         filt = {k: v for k, v in rep.as_dict().items() if v and k not in ("lines", "kept")}
@@ -144,6 +171,15 @@ def run(args: argparse.Namespace) -> int:
         print(table([[b["nodes"], b["jobs"], b["mean_aph"], b["mean_mind"], b["mean_diameter"], b["mean_span"]]
                      for b in res.placement["bins"]],
                     ["job nodes", "jobs", "mean APH", "mean MIND", "mean diameter", "mean span"]))
+    for key, title in (("by_size", "job nodes"), ("by_run", "run time")):
+        cols = s["classes"].get(key)
+        if cols and cols["class"]:
+            print()
+            print(table([[c, n, _fmt_time(w), _fmt_time(w90), f"{b:.4g}", f"{b90:.4g}"]
+                         for c, n, w, w90, b, b90 in zip(cols["class"], cols["jobs"], cols["mean_wait"],
+                                                         cols["wait_p90"], cols["mean_bounded_slowdown"],
+                                                         cols["bounded_slowdown_p90"])],
+                        [title, "jobs", "mean wait", "p90 wait", "mean bsld", "p90 bsld"]))
     if args.jobs_out:
         try:
             n = res.table.to_csv(args.jobs_out)

@@ -79,6 +79,11 @@ def summary_rows(s: dict[str, Any]) -> list[list[Any]]:
         ["max wait", fmt_time(s.get("max_wait"))],
         ["mean response", fmt_time(s.get("mean_response"))],
         ["mean bounded slowdown", _num(s.get("mean_bounded_slowdown"))],
+        *([["wait p50 / p90 / p99", " / ".join(fmt_time(s.get(f"wait_p{p}")) for p in (50, 90, 99))],
+           ["bounded slowdown p50/p90/p99", " / ".join(_num(s.get(f"bounded_slowdown_p{p}")) for p in (50, 90, 99))
+            + f" (tau {s.get('tau') or 10:g} s)"]]
+          if "wait_p50" in s else []),
+        *([["measured jobs (trimmed)", _num(s["measured_jobs"])]] if "measured_jobs" in s else []),
         ["mean interference slowdown", _num(s.get("mean_interference_slowdown"))
          + ("" if s.get("mean_interference_slowdown") is None else " (run / run alone on the same nodes)")],
         ["mean network slowdown", _num(s.get("mean_network_slowdown"))

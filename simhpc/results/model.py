@@ -41,7 +41,7 @@ JOB_COLUMNS: dict[str, tuple[str, str, str]] = {
     "trace_run": ("float64", "s", "run time from the trace or generator (the timekeeper's runtime)"),
     "request": ("float64", "s", "requested wall time"),
     "slowdown": ("float64", "", "response / run (NaN for zero run time)"),
-    "bounded_slowdown": ("float64", "", "max(response / max(run, 10 s), 1)"),
+    "bounded_slowdown": ("float64", "", "max(response / max(run, tau), 1); tau is /system/tau (10 s by default)"),
     "app_run": ("float64", "s", "the app's own runtime: from its ranks' start to its last rank's end (run less "
                 "the launch and end-report messages; NaN for timekeeper jobs and jobs that did not run)"),
     "ideal_run": ("float64", "s", "app_run of the same job alone on the ideal network on the same nodes, same "
@@ -171,9 +171,12 @@ class Results:
             "app_jobs": int((apps != "timekeeper").sum()),
         }
         for k in ("makespan", "utilization", "loss_of_capacity", "mean_wait", "max_wait",
-                  "mean_bounded_slowdown", "mean_response"):
+                  "mean_bounded_slowdown", "mean_response", "wait_p50", "wait_p90", "wait_p99",
+                  "bounded_slowdown_p50", "bounded_slowdown_p90", "bounded_slowdown_p99", "tau"):
             if k in self.system:
                 out[k] = _json_float(self.system[k])
+        if "measured_jobs" in self.system and self.system["measured_jobs"] != int(ran.sum()):
+            out["measured_jobs"] = int(self.system["measured_jobs"])
         reasons = self.system.get("rejected_by_reason")
         if isinstance(reasons, dict):
             # Only the reasons that occurred (files before this count have none).
