@@ -10,10 +10,32 @@ name          what starts
 none          jobs from the head of the queue while the head fits (strict order)
 firstfit      any job that fits now, in priority order ("FCFS/BF")
 easy          the head while it fits; then one reservation for the blocked head (the
-              *shadow time*), and any later job that fits now and cannot delay it
+              *shadow time*), and any later job that fits now and cannot delay it.
+              Option ``depth`` (k, default 1): reservations for the first k jobs that
+              cannot start, and any later job that fits now and delays none of them
+easy-sjbf     EASY whose backfill candidates (the jobs after the head) are tried
+              shortest estimate first (EASY-SJBF), not in queue order; ``depth`` too
 conservative  a reservation for every queued job; a job starts when its reservation
               comes; no job can delay any reservation made before it
 ============  ========================================================================
+
+EASY with other orders than FCFS
+    The reservation goes to the job at the head of the queue *in the ordering's order*,
+    recomputed at every pass. When the head changes (a job that sorts before it arrives:
+    a short job under ``sjf``, or a dynamic order such as ``wfp`` overtakes it), the new
+    head takes the reservation at the next pass and the former head's promise lapses: it
+    is then one more backfill candidate and may start later than first promised
+    (``Job.reservation_time`` keeps the first promise, so the lapse can be measured).
+
+Reservation depth
+    ``depth = k`` keeps k reservations, recomputed at every pass as EASY's one is: in queue
+    order, a job starts when it fits now for its whole estimate without delaying the
+    reservations made so far in the pass, else it gets the earliest slot that delays none
+    of them, until k jobs hold one; the remaining jobs then backfill the same way (EASY =
+    depth 1). With k at least the queue length every waiting job holds a reservation, as
+    in ``conservative``, but the plan is made afresh at each pass rather than kept and
+    compressed, so a reservation may move later when the order of the queue changes. Depth
+    above 1 plans on a count profile and so needs a ``count_only`` allocator.
 
 Planning uses each job's estimate (``Job.estimate``, set at submission by the run's estimate
 model, :mod:`scheduler.estimates`; by default the request) and expected ends, ``start +
@@ -59,10 +81,13 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from bisect import bisect_left, bisect_right
+from itertools import islice
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
+
+from pdes.validate import check_int
 
 from .errors import SchedulerError, UserError
 from .job import Job
@@ -76,6 +101,7 @@ __all__ = [
     "NoBackfill",
     "FirstFit",
     "Easy",
+    "EasySJBF",
     "Conservative",
     "CountProfile",
     "BACKFILLS",
@@ -90,6 +116,10 @@ _first = itemgetter(0)
 def _horizon(now: float) -> float:
     """The earliest instant an overrunning job is expected to end: just after ``now``."""
     return math.nextafter(now, _INF)
+
+
+def _by_estimate(job: Job) -> tuple[float, int]:
+    return (job.estimate, job.seq)
 
 
 def _slot_end(start: float, request: float) -> float:
@@ -209,21 +239,44 @@ class FirstFit(BackfillPolicy):
 
 @register_backfill
 class Easy(BackfillPolicy):
-    """EASY backfilling: one reservation, for the blocked head job."""
+    """EASY backfilling: one reservation, for the blocked head job (``depth``: k of them)."""
 
     name = "easy"
     scope = "fits"
+    #: Backfill candidates shortest estimate first (EASY-SJBF) instead of in queue order.
+    sjbf: ClassVar[bool] = False
+
+    def __init__(self, *, general: bool = False, depth: int = 1, **options: Any):
+        super().__init__(general=general, **options)
+        self.depth = check_int(f"backfill {self.name!r}: depth (the number of reservations)", depth, lo=1)
+        # Depth above 1 plans on a count profile; it must see the first k blocked jobs.
+        self._profile = self.depth > 1
+        if self._profile:
+            self.scope = "all"
+
+    def setup(self, sched: "SchedulerEntity") -> None:
+        super().setup(sched)
+        if self.depth > 1 and not sched.allocator.count_only:
+            raise UserError(
+                f"backfill {self.name!r} with depth {self.depth} needs an allocator that places any n free "
+                f"nodes (count_only), such as firstfree; allocator {sched.allocator.name!r} is not one: "
+                "use depth 1 or conservative")
 
     def needs_pass(self, sched: "SchedulerEntity") -> bool:
-        # A new job may have become the head: give it its reservation when it does.
+        # A new job may have become the head (or one of the first k): give it its reservation.
         if not sched.arrived:
             return False
         if sched.ordering.dynamic:
             return True
         queue = sched.queue  # priority order
-        return bool(queue) and queue[0].reservation_time is None
+        if self.depth == 1:
+            return bool(queue) and queue[0].reservation_time is None
+        return any(j.reservation_time is None for j in queue[: self.depth])
 
     def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
+        if self._profile:
+            self._schedule_profile(sched, queue)
+            return
         alloc = sched.allocator
         state = sched.state
         n = len(queue)
@@ -249,11 +302,11 @@ class Easy(BackfillPolicy):
             shadow_state = None
         sched.note_reservation(head, shadow)
         general = self.general
-        for k in range(i + 1, n):
+        cands = sorted(queue[i + 1:], key=_by_estimate) if self.sjbf else islice(queue, i + 1, None)
+        for job in cands:
             free = state.n_free
             if free == 0:
                 return
-            job = queue[k]
             size = job.nodes
             if size > free:
                 continue
@@ -276,6 +329,47 @@ class Easy(BackfillPolicy):
                 if alloc.select(head, test) is not None:
                     sched.start_job(job, nodes)
                     shadow_state = test
+
+    def _schedule_profile(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
+        """``depth`` reservations on a count profile (see the module docstring)."""
+        alloc = sched.allocator
+        state = sched.state
+        now = sched.sim.now
+        prof = CountProfile(now, state.n_free, sched.ends, _horizon(now))
+        left = self.depth
+        n = len(queue)
+        i = 0
+        while i < n and left:
+            job = queue[i]
+            i += 1
+            size = job.nodes
+            est = job.estimate
+            if size <= state.n_free and prof.fits(now, size, est):
+                nodes = alloc.select(job, state)
+                if nodes is not None:
+                    sched.start_job(job, nodes)
+                    prof.add(now, _slot_end(now, est), -size)
+                    continue
+            t = prof.find(size, est)
+            if t is None:
+                raise SchedulerError(f"job {job.job_id} ({size} nodes) fits no future state of the machine")
+            prof.add(t, _slot_end(t, est), -size)
+            sched.note_reservation(job, t)
+            left -= 1
+        cands = sorted(queue[i:], key=_by_estimate) if self.sjbf else islice(queue, i, None)
+        for job in cands:
+            free = state.n_free
+            if free == 0:
+                return
+            size = job.nodes
+            if size > free:
+                continue
+            est = job.estimate
+            if prof.fits(now, size, est):
+                nodes = alloc.select(job, state)
+                if nodes is not None:
+                    sched.start_job(job, nodes)
+                    prof.add(now, _slot_end(now, est), -size)
 
     @staticmethod
     def shadow_count(sched: "SchedulerEntity", head: Job) -> tuple[float, int]:
@@ -323,6 +417,14 @@ class Easy(BackfillPolicy):
             if alloc.select(head, st) is not None:
                 return t, st
         raise SchedulerError(f"job {head.job_id} ({head.nodes} nodes) fits no future state of the machine")
+
+
+@register_backfill
+class EasySJBF(Easy):
+    """EASY with shortest-job-first backfilling: candidates shortest estimate first."""
+
+    name = "easy-sjbf"
+    sjbf = True
 
 
 class CountProfile:

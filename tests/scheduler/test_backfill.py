@@ -432,8 +432,10 @@ def test_count_profile_find_and_add():
 
 
 def test_unknown_backfill_lists_the_valid_names():
-    with pytest.raises(UserError, match="unknown backfill policy 'eazy'.*none, firstfit, easy, conservative"):
+    with pytest.raises(UserError, match="unknown backfill policy 'eazy'.*none, firstfit, easy, easy-sjbf, conservative"):
         make_backfill("eazy")
     with pytest.raises(UserError, match="takes no option"):
-        make_backfill("easy", depth=2)
+        make_backfill("easy", reserve=2)
+    with pytest.raises(UserError, match="takes no option"):
+        make_backfill("conservative", depth=2)
     assert isinstance(make_backfill("easy"), Easy)

@@ -79,7 +79,7 @@ def test_no_kill_and_limit(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv,message", [
     (["--order", "lifo"], "unknown ordering policy 'lifo' (--order); valid: fcfs, sjf, ljf, saf, laf, sbp, mpp, wfp"),
-    (["--backfill", "greedy"], "unknown backfill policy 'greedy' (--backfill); valid: none, firstfit, easy, conservative"),
+    (["--backfill", "greedy"], "unknown backfill policy 'greedy' (--backfill); valid: none, firstfit, easy, easy-sjbf, conservative"),
     (["--allocator", "hilbert"], "unknown allocator 'hilbert' (--allocator); valid: "),
     (["--nodes", "-3"], "--nodes must be >= 1, got -3"),
     (["--nodes", "0"], "--nodes must be >= 1, got 0"),
