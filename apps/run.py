@@ -99,6 +99,7 @@ class AppResult:
             "hop_bytes": self.hop_bytes, "intra_node_messages": self.intra_node_messages,
             "max_queue_delay": self.net.max_queue_delay, "hot_links": self.hot_links, "events": self.events,
             "wall_s": self.wall_s, "events_per_s": self.events_per_s, "sim_ranks": self.sim_ranks,
+            **({"otf2": self.otf2} if self.otf2 is not None else {}),
         }
 
 
@@ -191,6 +192,10 @@ def run_app(
             of every rank at its simulated times; :mod:`apps.otf2trace.export`).
     """
     m = machine if isinstance(machine, Machine) else get_machine(machine)
+    if otf2 is not None:
+        from .otf2trace.export import check_output
+
+        check_output(otf2)
     ranks = check_int("ranks", ranks, lo=1, error=AppConfigError)
     args = bind_args(app, {**dict(app_args or {}), **kwargs}, size=ranks)
     options = MpiOptions(eager_threshold=eager_threshold, ctrl_bytes=ctrl_bytes, algorithms=dict(algorithms or {}),

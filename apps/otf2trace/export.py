@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import AppConfigError
 from .record import COLL, IRECV, IRECV_REQ, ISEND, ISEND_DONE, RECV, SEND, TEST
 
-__all__ = ["TIMER_RESOLUTION", "JOB_CLASS", "coll_bytes", "write_otf2"]
+__all__ = ["TIMER_RESOLUTION", "JOB_CLASS", "check_output", "coll_bytes", "write_otf2"]
 
 #: Ticks per simulated second of the written traces.
 TIMER_RESOLUTION = 10 ** 12
@@ -65,6 +65,20 @@ def coll_bytes(op: str, size: Any, root: int, me: int, p: int) -> tuple[int, int
     raise ValueError(f"no OTF2 collective for {op!r}")
 
 
+def check_output(path: str | os.PathLike, key: str = "otf2") -> None:
+    """Refuse, before a run, an output the trace cannot be written to: ``path`` exists and is
+    not a directory, or the ``otf2`` package is missing."""
+    try:
+        import otf2  # noqa: F401
+    except ImportError:
+        raise AppConfigError(f"{key}: writing OTF2 traces needs the otf2 package: pip install 'simhpc[otf2]'") from None
+    p = os.fspath(path)
+    if not p:
+        raise AppConfigError(f"{key}: give the directory to write the trace into")
+    if os.path.exists(p) and not os.path.isdir(p):
+        raise AppConfigError(f"{key}: {p!r} exists and is not a directory (the trace is a directory of files)")
+
+
 def _ticks(t: float) -> int:
     return int(round(t * TIMER_RESOLUTION))
 
@@ -73,14 +87,11 @@ def write_otf2(path: str | os.PathLike, recorded: dict[str, Any], *, machine: st
     """Write ``recorded`` (:meth:`apps.platform.Platform.recorded`) as an OTF2 archive in the
     directory ``path`` (created; an existing archive there is replaced). Returns counts:
     ``{"jobs", "ranks", "calls", "events"}``."""
-    try:
-        import otf2
-        from otf2.enums import CollectiveOp, GroupType, LocationGroupType, Paradigm, RegionRole
-    except ImportError:
-        raise AppConfigError("writing OTF2 traces needs the otf2 package: pip install 'simhpc[otf2]'") from None
+    check_output(path)
+    import otf2
+    from otf2.enums import CollectiveOp, GroupType, LocationGroupType, Paradigm, RegionRole
+
     path = os.fspath(path)
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise AppConfigError(f"--otf2 {path!r}: exists and is not a directory")
     os.makedirs(path, exist_ok=True)
     _clear_archive(path)
     ranks = recorded["ranks"]

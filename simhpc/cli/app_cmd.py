@@ -40,6 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="an app argument (repeatable); values are Python literals or strings, e.g. nbytes=64KiB, grid=[4,4,2]")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.add_argument("--trace", default=None, metavar="TRACE.otf2",
+                        help="the otf2 app's trace (same as trace=...); --ranks then defaults to its rank count")
+    parser.add_argument("--otf2", default=None, metavar="DIR",
+                        help="write an OTF2 trace of the simulated run into DIR (every rank's MPI calls at their "
+                             "simulated times), for Vampir, otf2-print or the otf2 app")
     parser.add_argument("--predict-ranks", default=None, metavar="P,P,...",
                         help="run sequentially and predict how the run would parallelize on these "
                              "MPI rank counts (windows, events per window per rank, remote events, "
@@ -113,6 +118,17 @@ def run(args: argparse.Namespace) -> int:
         if args.name is not None:
             raise CliError("give either --list or an app NAME, not both")
         return _list_apps(args.json)
+    app_args = _pairs(list(args.app_args) + list(args.arg), "app argument")
+    if args.trace is not None:
+        if args.name != "otf2":
+            raise CliError(f"--trace is the otf2 app's argument, not {args.name!r}'s (simhpc app otf2 --trace ...)")
+        if "trace" in app_args:
+            raise CliError("give the trace once: --trace or trace=..., not both")
+        app_args["trace"] = args.trace
+    if args.ranks is None and args.name == "otf2" and "trace" in app_args:
+        from apps.otf2trace.trace import trace_ranks
+
+        args.ranks = trace_ranks(app_args["trace"], app_args.get("job"))
     if args.ranks is None:
         raise CliError("--ranks is required to run an app")
     import warnings
@@ -145,7 +161,11 @@ def run(args: argparse.Namespace) -> int:
     if args.end_time is not None:
         options["end_time"] = parse_time(args.end_time, what="--end-time")
     algorithms = {k: str(v) for k, v in _pairs(args.algorithm, "--algorithm").items()}
-    app_args = _pairs(list(args.app_args) + list(args.arg), "app argument")
+    if args.otf2 is not None:
+        from apps.otf2trace.export import check_output
+
+        check_output(args.otf2, "--otf2")
+        options["otf2"] = args.otf2
     predict = predict_ranks_arg(args.predict_ranks)
     comm = world_comm()
     if predict and comm is not None and comm.size > 1:
@@ -175,6 +195,9 @@ def run(args: argparse.Namespace) -> int:
         print_json(res.to_dict())
         return 0
     print(_report(res))
+    if res.otf2 is not None:
+        o = res.otf2
+        print(f"OTF2 trace written to {o['path']} ({o['ranks']} ranks, {o['calls']} MPI calls, {o['events']} events)")
     if res.stats.predicted:
         print(prediction_text(res.stats.predicted))
     return 0

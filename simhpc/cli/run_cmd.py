@@ -36,6 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run on one rank and predict how the run would parallelize on these MPI rank "
                              "counts (windows, events per window per rank, remote events, speedup bound), "
                              "e.g. 2,4,8,16; recorded in the results (/run/predicted_*)")
+    parser.add_argument("--otf2", default=None, metavar="DIR",
+                        help="write an OTF2 trace of the simulated run into DIR (every MPI call of every rank of the "
+                             "app jobs at its simulated times, one system tree node per job), for Vampir, otf2-print "
+                             "or the otf2 app (job=J picks a job)")
     parser.add_argument("--print-config", action="store_true", help="print the experiment as TOML and exit")
     parser.add_argument("--json", action="store_true", help="end the output with one JSON object of the figures")
 
@@ -73,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(problem)
     try:
         res = run_experiment(exp, comm=comm, progress=False if args.quiet else None, predict_ranks=predict,
-                             parallel=args.parallel)
+                             parallel=args.parallel, otf2=args.otf2)
     except ConfigError as exc:
         # Values checked only when the run builds its parts (allocator options, the trace file).
         raise ConfigError(f"{source}: {exc}") from None
@@ -94,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         print(prediction_text(predicted_from_run(res.run)))
     if out is not None:
         print(f"results written to {out}")
+    if args.otf2 is not None:
+        print(f"OTF2 trace written to {args.otf2}")
     if args.json:
         if out is not None:
             s["results"] = out

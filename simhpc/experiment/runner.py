@@ -286,7 +286,8 @@ def parallel_mode(parallel: str, n_nodes: int, ranks: int) -> str:
 
 
 def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None = None, observer: Any = None,
-                   predict_ranks: tuple[int, ...] = (), parallel: str = "simulation") -> Any:
+                   predict_ranks: tuple[int, ...] = (), parallel: str = "simulation",
+                   otf2: str | os.PathLike | None = None) -> Any:
     """Run ``exp``; returns its :class:`~simhpc.results.Results` on rank 0 (None elsewhere).
 
     ``progress``: show a progress bar on rank 0 (default: when stderr is a terminal).
@@ -303,6 +304,9 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     ``parallel`` (under mpirun): ``"simulation"`` spreads the simulation over the ranks;
     ``"baselines"`` runs it whole on every rank (the same run, no exchanges) and deals only
     the baseline runs out; ``"auto"`` chooses (:func:`parallel_mode`). Results are the same.
+    ``otf2``: a directory to write an OTF2 trace of the simulated run into (every MPI call of
+    every rank of the app jobs, one system tree node per job; :mod:`apps.otf2trace.export`);
+    the baseline runs are not traced.
     """
     from apps.mapping import oversubscription
     from apps.node import MpiOptions
@@ -314,6 +318,10 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     from scheduler.ordering import make_ordering
 
     t_start = _time.perf_counter()
+    if otf2 is not None:
+        from apps.otf2trace.export import check_output
+
+        check_output(otf2)
     if comm == "auto":
         from pdes.parallel import world_comm
 
@@ -340,7 +348,7 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
                           options=MpiOptions(eager_threshold=sc.eager_threshold, algorithms=dict(sc.algorithms)),
                           observer=observer, topology=machine.topology)
     plat = build_platform(machine, exp.network, seed=exp.seed, end_time=exp.end_time, comm=comm,
-                          on_end=runner.on_end, predict_ranks=predict_ranks)
+                          on_end=runner.on_end, predict_ranks=predict_ranks, record=otf2 is not None)
     sim, net, mgr = plat.sim, plat.net, plat.manager
     if sim.size > 1:
         from pdes.parallel import install_abort_hook
@@ -378,6 +386,12 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     unfinished = _unfinished(sim, sched, plat)
     if unfinished:
         raise ExperimentError(unfinished)
+    if otf2 is not None:
+        recorded = plat.recorded()
+        if recorded is not None and (deal.rank if deal is not None else 0) == 0:
+            from apps.otf2trace.export import write_otf2
+
+            write_otf2(otf2, recorded, machine=machine.name)
     # The baselines: every completed app job again, alone on its nodes (the same runs on
     # every rank count, so the figures do not depend on it).
     jobs_done = sched.jobs if sim.rank == 0 else None
