@@ -13,8 +13,9 @@ firstfit           the first window with at most ``gap`` skipped nodes; if none,
                    down to single nodes) unless ``fallback=False``
 bestfit            the first ``n`` nodes of the smallest free run that holds the job; else the
                    largest runs first
-largestfit         the first ``n`` nodes of the largest free run; else whole runs, largest
-                   first, the last one partly
+largestfit         the first ``n`` nodes of the largest free run (with ``gap``: runs joined
+                   across at most ``gap`` busy nodes); else whole runs, largest first, the
+                   last one partly
 closestfit         the window minimising the largest gap (ties: smallest span, then first);
                    this is the set of ``n`` free nodes with the smallest largest ordinal gap
 closestfit-mind    among candidate windows, the one of smallest MIND (exact mean pairwise
@@ -51,11 +52,12 @@ __all__ = [
 ]
 
 
-def free_runs(fp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(start index into ``fp``, length) of each run of consecutive positions."""
+def free_runs(fp: np.ndarray, gap: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(start index into ``fp``, length) of each run of consecutive positions; with ``gap``,
+    positions at most ``gap`` busy nodes apart belong to one run (its length counts free nodes)."""
     if len(fp) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    brk = np.flatnonzero(np.diff(fp) != 1) + 1
+    brk = np.flatnonzero(np.diff(fp) > gap + 1) + 1
     starts = np.concatenate(([0], brk))
     ends = np.concatenate((brk, [len(fp)]))
     return starts, ends - starts
@@ -84,9 +86,10 @@ def closest_windows(fp: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return sliding_max(np.diff(fp), n - 1), span
 
 
-def _runs_largest_first(fp: np.ndarray, n: int) -> np.ndarray:
-    """Indices into ``fp``: whole runs in decreasing length (ties: first), the last partly."""
-    starts, lens = free_runs(fp)
+def _runs_largest_first(fp: np.ndarray, n: int, gap: int = 0) -> np.ndarray:
+    """Indices into ``fp``: whole runs (joined across at most ``gap`` busy nodes) in
+    decreasing length (ties: first), the last partly."""
+    starts, lens = free_runs(fp, gap)
     order = np.lexsort((starts, -lens))
     lens_o = lens[order]
     cum = np.cumsum(lens_o)
@@ -202,17 +205,26 @@ class BestFitAllocator(OrderedAllocator):
 @register_allocator
 class LargestFitAllocator(OrderedAllocator):
     """Largest fit: the first ``n`` nodes of the largest free run (ties: first); when no run
-    holds the job, whole runs largest first, the last one partly."""
+    holds the job, whole runs largest first, the last one partly.
+
+    Option ``gap`` (default 0): free nodes at most ``gap`` busy nodes apart count as one run
+    (its size is its free nodes), as first fit's ``gap`` tolerates busy nodes in a window.
+    """
 
     name = "largestfit"
     count_only = True
+    OPTIONS = OrderedAllocator.OPTIONS + ("gap",)
+
+    def __init__(self, *, gap: int = 0, **kw: Any):
+        super().__init__(**kw)
+        self.gap = check_int_option(self.name, "gap", gap, 0, self.n_nodes)
 
     def select(self, job: Job, state: AllocState) -> np.ndarray | None:
         k = job.nodes
         if k > state.n_free:
             return None
         fp = self.free_positions(state)
-        return self.nodes_at(fp[_runs_largest_first(fp, k)])
+        return self.nodes_at(fp[_runs_largest_first(fp, k, self.gap)])
 
 
 @register_allocator

@@ -107,6 +107,10 @@ def line(name, n=16, **opts):
     ("bestfit", 6, {}, [3, 4, 9, 10, 11, 12]),  # no run holds 6: largest runs first
     ("largestfit", 3, {}, [9, 10, 11]),
     ("largestfit", 8, {}, [0, 3, 4, 5, 9, 10, 11, 12]),
+    ("largestfit", 3, {"gap": 1}, [0, 1, 3]),  # 0-5 is one run of 5 free nodes across node 2
+    ("largestfit", 5, {"gap": 1}, [0, 1, 3, 4, 5]),
+    ("largestfit", 6, {"gap": 3}, [0, 1, 3, 4, 5, 9]),  # one run of all 9 free nodes
+    ("largestfit", 7, {"gap": 1}, [0, 1, 3, 4, 5, 9, 10]),  # no run holds 7: runs largest first
     ("closestfit", 5, {}, [0, 1, 3, 4, 5]),  # largest gap 2, the smallest possible
     ("closestfit", 4, {}, [9, 10, 11, 12]),
 ])
