@@ -110,6 +110,9 @@ class SchedulingEnv(gymnasium.Env):
         if len(self._trace_jobs) < cfg.jobs:
             raise GymConfigError(f"jobs={cfg.jobs} but trace {cfg.trace!r} has {len(self._trace_jobs)} jobs "
                                  f"that fit the machine; valid: 1..{len(self._trace_jobs)}")
+        #: How many trace jobs fit the machine (an episode starts at an index below
+        #: ``trace_length - config.jobs + 1``).
+        self.trace_length = len(self._trace_jobs)
         k, a = cfg.slots, len(cfg.allocators)
         self.n_allocators = a
         self.action_space = spaces.Discrete(k * a)

@@ -168,3 +168,20 @@ def test_simulated_runtimes_depend_on_placement(network):
     env2 = SchedulingEnv(**kw)
     _play(env2, lambda o, i: 0, seed=7, options={"start": 140})
     assert {j.job_id: j.end_time - j.start_time for j in env2._jobs if j.app_name != "timekeeper"} == runs[0]
+
+
+def test_example_training_beats_fcfs_at_a_small_size(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "gym_train.py"
+    spec = importlib.util.spec_from_file_location("gym_train", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.main(["--train", "2", "--test", "4", "--iters", "2", "--pop", "6", "--json"])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    import json
+
+    assert json.loads(last)["bsld"] == out["bsld"]
+    assert out["bsld"]["learned"] < out["bsld"]["fcfs"]
+    assert len(out["weights"]) == len(mod.JOB_FEATURES) + 1
