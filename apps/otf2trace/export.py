@@ -3,8 +3,9 @@
 The archive (``DIR/traces.otf2`` with ``DIR/traces.def`` and ``DIR/traces/``) reads in Vampir,
 ``otf2-print`` and the ``otf2`` app of this package. Its layout:
 
-* system tree: the machine, one node per job (class ``"simhpc job"``, name ``"job J"``), one
-  location group (an MPI process) per rank of the job, named ``"job J rank R"``, holding one
+* system tree: the machine, one node per job (class ``"simhpc job"``, name ``"job J"``), under
+  it the compute nodes the job ran on (class ``"node"``, name ``"node N"``), and under each one
+  location group (an MPI process) per rank there, named ``"job J rank R"``, holding one
   location (the rank's thread);
 * per rank: ``Enter``/``Leave`` of a region named after the app (``main``'s part: from the
   job's launch to the rank's end), and inside it ``Enter``/``Leave`` of every MPI call at its
@@ -104,10 +105,15 @@ def write_otf2(path: str | os.PathLike, recorded: dict[str, Any], *, machine: st
         root = d.system_tree_node(machine, class_name="machine")
         job_nodes = {j: d.system_tree_node(f"job {j}", class_name=JOB_CLASS, parent=root) for j in sorted(jobs)}
         locs: dict[tuple[int, int], Any] = {}
+        hosts: dict[tuple[int, int], Any] = {}
         for r in ranks:
             j, w = r["job"], r["rank"]
+            host = hosts.get((j, r["node"]))
+            if host is None:
+                host = hosts[(j, r["node"])] = d.system_tree_node(f"node {r['node']}", class_name="node",
+                                                                  parent=job_nodes[j])
             lg = d.location_group(f"job {j} rank {w}", location_group_type=LocationGroupType.PROCESS,
-                                  system_tree_parent=job_nodes[j])
+                                  system_tree_parent=host)
             locs[(j, w)] = d.location(f"job {j} rank {w}", group=lg)
         if not locs:
             return {"jobs": 0, "ranks": 0, "calls": 0, "events": 0}
