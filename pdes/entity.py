@@ -27,6 +27,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # Keys pack (entity id, that entity's event counter) into one int: entity id in the high bits.
 KEY_SHIFT = 40
+# A "first" event's key is its ordinary key minus FIRST: below every ordinary key (>= 0), so
+# at one time first events run before all others, in (entity, counter) order among themselves.
+FIRST = 1 << 100
+# The end-time stop event sorts below every key, first events included: nothing due at
+# exactly end_time runs, as in a parallel run (whose windows stop before end_time).
+STOP_KEY = -(1 << 102)
 
 
 def stream_seed(seed: int, eid: int) -> int:
@@ -130,6 +136,29 @@ class Entity:
         e.fn = fn
         e.data = data
         heappush(sim._heap, e)
+
+    def send_first(self, dest: int | tuple[str, int], service: str, data: Any = None, delay: float = 0.0) -> None:
+        """:meth:`send`, but the event runs before every ordinary event due at the same time.
+
+        For state updates that other events at that time must see whichever entity created
+        them (e.g. credits of flow control): the order stays (time, key), with first events
+        keyed below all others, so it is still independent of the number of ranks.
+        """
+        key = self._evkey
+        self._evkey = key - FIRST
+        try:
+            self.send(dest, service, data, delay)
+        finally:
+            self._evkey = key + 1
+
+    def first_key(self) -> int:
+        """Take the key of a first event (see :meth:`send_first`) that a model keeps deferred:
+        it applies the event's effect lazily and schedules it with :meth:`Simulator.post`
+        only when something must wait for it (see :meth:`Simulator.on_idle`). Taking the key
+        keeps every later key, and so the order of all events, as if it had been sent."""
+        key = self._evkey
+        self._evkey = key + 1
+        return key - FIRST
 
     def _send_slow(self, dest: Any, service: str, data: Any, delay: float) -> None:
         """First send of a service to a local entity (resolve and cache it) or a remote send."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, TypeVar
 
 from greenlet import getcurrent
 
-from .entity import KEY_SHIFT, Entity
+from .entity import FIRST, KEY_SHIFT, STOP_KEY, Entity
 from .errors import ConfigError, Interrupted, RemoteRankError, SimulationError, UnknownEntityError, UnknownServiceError
 from .placement import PlacementSpec, place
 from .predict import RankPrediction, WindowProfile, check_predict_ranks
@@ -203,6 +203,8 @@ class Simulator:
         self._outboxes: list[list] = [[] for _ in range(self.size)]
         self._min_sent = math.inf
         self._ran = False
+        # Hooks of models that keep deferred events (see on_idle).
+        self._idle_hooks: list[Callable[[float], Any]] = []
         self.stats = RunStats()
 
     # -- entities ---------------------------------------------------------------------------
@@ -416,36 +418,76 @@ class Simulator:
         pop = heappop
         end = self.end_time
         if end < math.inf:
-            # Key -1 sorts before every model key, so events at exactly end_time never run.
-            heappush(heap, make_event(end, -1, self._stop, None))
+            # STOP_KEY sorts before every model key, so events at exactly end_time never run.
+            heappush(heap, make_event(end, STOP_KEY, self._stop, None))
         self._horizon = end
         self._direct = True
         # The loop keeps no counters: events are counted afterwards from the entities' key
         # counters (see _count_events), which keeps the hot path to pop, clock, call.
         e = None
-        try:
-            while True:
-                if tied:
-                    e = self._next_tied()
-                else:
-                    e = pop(heap)
-                    if heap and heap[0] == e:
-                        e = self._first_tied(e)
-                self.now = e.t
-                e.fn(e.data)
-        except _Stop:
-            self.now = end
-        except IndexError as exc:
-            # An empty heap ends a run without end time; any other IndexError is the model's.
-            if heap or tied or exc.__traceback__.tb_next is not None:
+        more = True
+        while more:
+            more = False
+            try:
+                while True:
+                    if tied:
+                        e = self._next_tied()
+                    else:
+                        e = pop(heap)
+                        if heap and heap[0] == e:
+                            e = self._first_tied(e)
+                    self.now = e.t
+                    e.fn(e.data)
+            except _Stop:
+                self.now = end
+                self._idle(end)
+            except IndexError as exc:
+                # An empty heap ends a run without end time; any other IndexError is the model's.
+                if heap or tied or exc.__traceback__.tb_next is not None:
+                    self._reset_loop()
+                    raise self._wrap(exc, e.fn if e is not None else None) from exc
+                # Deferred events made real go on running.
+                more = self._idle(self.now)
+            except Exception as exc:
+                self._reset_loop()
                 raise self._wrap(exc, e.fn if e is not None else None) from exc
-        except Exception as exc:
-            raise self._wrap(exc, e.fn if e is not None else None) from exc
-        finally:
-            self._horizon = -math.inf
-            self._direct = False
-            self._untie()
+            except BaseException:
+                self._reset_loop()
+                raise
+        self._reset_loop()
         return self._count_events(0, 0)
+
+    def _reset_loop(self) -> None:
+        self._horizon = -math.inf
+        self._direct = False
+        self._untie()
+
+    # -- deferred events -----------------------------------------------------------------------
+    def on_idle(self, hook: Callable[[float], Any]) -> None:
+        """Register ``hook(t)`` of a model that keeps deferred events (see
+        :meth:`Entity.first_key`): the kernel calls it when this rank has nothing else due
+        (its heap is empty) and when the run reaches its end time. The hook must apply the
+        effect of every deferred event due before ``t`` and :meth:`post` the others, so a run
+        ends at the same time, with the same event count, as if they had been sent."""
+        self._idle_hooks.append(hook)
+
+    def post(self, t: float, key: int, dest: int, service: str, data: Any) -> None:
+        """Schedule deferred event ``key`` (from :meth:`Entity.first_key`): ``service`` of local
+        entity ``dest`` (an id) with ``data`` at time ``t`` (not before now)."""
+        table = self._svc_tables.get(service)
+        fn = table[dest] if table is not None else None
+        if fn is None:
+            fn = self._resolve_delivery(dest, service)
+        heappush(self._heap, make_event(t, key, fn, data))
+
+    def _idle(self, t: float) -> bool:
+        """Run the idle hooks; whether they scheduled events."""
+        if not self._idle_hooks:
+            return False
+        n = len(self._heap)
+        for hook in self._idle_hooks:
+            hook(t)
+        return len(self._heap) > n
 
     # -- events due at one time ----------------------------------------------------------
     def _first_tied(self, e: Any) -> Any:
@@ -552,8 +594,11 @@ class Simulator:
         windows = 0
         sync_s = 0.0
         error: SimulationError | None = None
+        idle = self._idle if self._idle_hooks else None
         while True:
             t0 = _time.perf_counter()
+            if idle is not None and heap[0].t == math.inf:
+                idle(self.now)
             local_min = min(heap[0].t, self._min_sent)
             self._min_sent = math.inf
             if exchange is not None:
@@ -598,6 +643,8 @@ class Simulator:
                 # Like the sequential loop: a run with an end time stops with the clock there.
                 if end < math.inf:
                     self.now = end
+                    if idle is not None:
+                        idle(end)
                 break
             windows += 1
             wend = tmin + la
@@ -700,6 +747,8 @@ class Simulator:
 
     def _event_name(self, t: float, key: int, dest: int, service: str) -> str:
         """An in-flight remote event as a report names it (its key holds the sender's id)."""
+        if key < -1:
+            key += FIRST  # a first event (Entity.send_first)
         return f"event {service!r} from {self._name_of(key >> KEY_SHIFT)} to {self._name_of(dest)} due at t={t!r}"
 
     def _name_of(self, eid: int) -> str:

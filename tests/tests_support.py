@@ -27,9 +27,10 @@ class Probe(NetworkNode):
             self.net_send(dst, nbytes, (self.node, dst), job=job, notify=True)
 
 
-def run_traffic(topo, msgs_by_src, *, model="packet", chunk=4096, o_s=0.0, o_r=0.0, mem_bw=10e9, comm=None, **net_kw):
+def run_traffic(topo, msgs_by_src, *, model="packet", chunk=4096, o_s=0.0, o_r=0.0, mem_bw=10e9, comm=None,
+                end_time=float("inf"), **net_kw):
     """Run the messages ``{src: [(dst, nbytes, job), ...]}``; ``net_kw``: more NetworkConfig keys."""
-    sim = Simulator(lookahead=network_lookahead(topo), comm=comm)
+    sim = Simulator(lookahead=network_lookahead(topo), comm=comm, end_time=end_time)
     log, sent = [], []
     cfg = NetworkConfig(model=model, chunk_size=chunk, send_overhead=o_s, recv_overhead=o_r, **net_kw)
     net = Network(sim, topo, cfg, mem_bw=mem_bw, node_cls=Probe, node_args=(log, sent))

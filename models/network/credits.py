@@ -39,6 +39,16 @@ with the zero-load route): the router reads :meth:`CreditState.occupancy` of its
 ports (credits in use: the downstream buffer and the bytes in flight or on their way back as
 credit, plus the bytes waiting for credit), which is state only that router changes, so the
 choice is the same for any number of ranks. Ties keep the zero-load route.
+
+Credits are first events (:meth:`pdes.Entity.send_first`): a credit due at time ``t`` is
+seen by every event at ``t``, whichever router sent it. Most credits find nobody waiting,
+so when the sender of the link is on this rank a credit is kept *deferred*: its key is taken
+(so every later key is unchanged), and it is added to the counter by the next read of that
+counter at or after its time (:meth:`CreditState.settle`). Only when a chunk (or a NIC) must
+wait for credit are the deferred credits of that (link, VC) scheduled as real events, with
+their own keys (:meth:`CreditState.arm`); from then on, while something waits, credits are
+sent as events. Results are the same as sending every credit, for any number of ranks; the
+saving is one event per chunk hop.
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from pdes import Entity
+from pdes.entity import FIRST
 
 from ..topology import KIND_EJECT, KIND_GLOBAL, Dragonfly, FatTree, Topology, Torus
 from .config import MAX_VCS, NetworkConfigError
@@ -165,6 +176,63 @@ class CreditState:
         self.waitq: dict[int, deque] = {}
         self.src_eid: list[int] = link_src_eid.tolist()
         self.stalls = 0
+        # Deferred credits: (link * nvc + vc) -> [(due time, first-event key, bytes), ...],
+        # present only while non-empty, and only while nothing waits on that key.
+        self.pend: dict[int, list] = {}
+        # Per link: may a credit for it be deferred (its sender is on this rank)? None: never
+        # (set by the network: deferring needs the kernel's idle hook).
+        self.defer: list[bool] | None = None
+        self._sim = None
+        # The clock, for occupancy() (set by the router before it asks the routing).
+        self.now = 0.0
+
+    def enable_deferred(self, sim, local_src: list[bool]) -> None:
+        """Keep credits deferred for the links whose sender is on this rank (``local_src``)."""
+        self.defer = local_src
+        self._sim = sim
+        sim.on_idle(self.flush)
+
+    def settle(self, k: int, now: float) -> None:
+        """Add to counter ``k`` its deferred credits due by ``now`` (credit amounts are whole
+        bytes, so the sum is exact in any order)."""
+        p = self.pend[k]
+        c = 0.0
+        rest = None
+        for e in p:
+            if e[0] <= now:
+                c += e[2]
+            elif rest is None:
+                rest = [e]
+            else:
+                rest.append(e)
+        if rest is None:
+            del self.pend[k]
+        else:
+            self.pend[k] = rest
+        self.credit[k] += c
+
+    def arm(self, k: int) -> None:
+        """Something starts waiting on ``k`` (after :meth:`settle`): its deferred credits,
+        all due later, become events of the link's sender."""
+        sim = self._sim
+        l = k // self.nvc
+        dest = self.src_eid[l]
+        for t, key, nb in self.pend.pop(k):
+            sim.post(t, key, dest, "credit", (k, nb))
+
+    def flush(self, t: float) -> None:
+        """Idle hook: apply the deferred credits due before ``t``, schedule the others."""
+        pend = self.pend
+        credit = self.credit
+        for k in list(pend):
+            later = []
+            for e in pend[k]:
+                if e[0] < t:
+                    credit[k] += e[2]
+                else:
+                    later.append(e)
+            pend[k] = later
+            self.arm(k)
 
     def occupancy(self, l: int) -> float:
         """Bytes of output port ``l`` in use: credits taken on every VC (downstream buffer,
@@ -173,6 +241,11 @@ class CreditState:
         nvc = self.nvc
         k0 = l * nvc
         credit = self.credit
+        pend = self.pend
+        if pend:
+            for k in range(k0, k0 + nvc):
+                if k in pend:
+                    self.settle(k, self.now)
         used = nvc * self.buffer_size - sum(credit[k0:k0 + nvc])
         waitq = self.waitq
         if waitq:
@@ -228,6 +301,7 @@ class CreditRouter(Entity):
             job = msg[3]
             if not (st.job_links and job in st.job_links):
                 cs = self._cr
+                cs.now = self.sim.now
                 new = self._topo.route_adaptive(self._lsrc[route[0]], self._ldst[route[-1]], msg[1], cs.occupancy)
                 if new != route:
                     st.jobs[job][1] += nb * (len(new) - len(route))
@@ -247,10 +321,13 @@ class CreditRouter(Entity):
             nvc = cs.nvc
             credit = cs.credit
             waitq = cs.waitq
+            pend = cs.pend
             dst = route[-1] - self._nn
             best, room = -1, nb - 1
             for c in self._topo.minimal_ports(self.index, dst):
                 k = c * nvc + avc
+                if k in pend:
+                    cs.settle(k, self.sim.now)
                 r = credit[k]
                 if r > room and k not in waitq:
                     best, room = c, r
@@ -281,12 +358,19 @@ class CreditRouter(Entity):
         now = self.sim.now
         credit = cs.credit
         if credit[k] < nb or k in cs.waitq:
-            q = cs.waitq.get(k)
-            if q is None:
-                q = cs.waitq[k] = deque()
-            q.append((d, now))
-            cs.stalls += 1
-            return
+            # Deferred credits are added only when the counter falls short (their sum is
+            # bounded by the buffer, so the list stays short).
+            if k in cs.pend:
+                cs.settle(k, now)
+            if credit[k] < nb or k in cs.waitq:
+                q = cs.waitq.get(k)
+                if q is None:
+                    q = cs.waitq[k] = deque()
+                    if k in cs.pend:
+                        cs.arm(k)
+                q.append((d, now))
+                cs.stalls += 1
+                return
         credit[k] -= nb
         self._forward(d, l, now, now)
 
@@ -333,4 +417,18 @@ class CreditRouter(Entity):
         # the incoming link (>= the lookahead whenever that link joins two routers).
         lp = route[hop - 1]
         cs = self._cr
-        self.send(cs.src_eid[lp], "credit", (lp * cs.nvc + vcs[hop - 1], nb), (end - now) + st.lat[lp])
+        k = lp * cs.nvc + vcs[hop - 1]
+        defer = cs.defer
+        if defer is not None and defer[lp] and k not in cs.waitq:
+            # Nobody waits for it yet: keep it deferred (see the module docstring).
+            key = self._evkey
+            self._evkey = key + 1
+            # The due time exactly as a send computes it (now + delay), to the last bit.
+            e = (now + ((end - now) + st.lat[lp]), key - FIRST, nb)
+            p = cs.pend.get(k)
+            if p is None:
+                cs.pend[k] = [e]
+            else:
+                p.append(e)
+        else:
+            self.send_first(cs.src_eid[lp], "credit", (k, nb), (end - now) + st.lat[lp])

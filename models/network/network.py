@@ -137,6 +137,12 @@ class Network:
             self.routers = sim.add_entities(
                 router_cls, r, self, name=ROUTER_TYPE, placement=ByRanks(routers_on), group=lambda i: ("net", i),
             )
+        cs = self.state.credits
+        if cs is not None and not sim.predict_ranks:
+            # Credits for links whose sender is on this rank may stay deferred (see
+            # models.network.credits); the statistics mode counts every event, so not there.
+            src_rank = np.where(u < n, router_rank[node_router[np.minimum(u, n - 1)]], router_rank[np.maximum(u - n, 0)])
+            cs.enable_deferred(sim, (src_rank == sim.rank).tolist())
         self.node_offset = node_off
         self.solver: FlowSolver | None = None
         if config.model == "flow":

@@ -235,8 +235,14 @@ class NetworkNode(Entity):
         l = route[0]
         cs = self._cr
         k = l * cs.nvc + vcs[0]
+        if cs.credit[k] < nb and k in cs.pend:
+            cs.settle(k, self.sim.now)
         if cs.credit[k] < nb:
             self._stalled = k
+            # The NIC waits on k: its router must send credits as events from now on.
+            cs.waitq[k] = None
+            if k in cs.pend:
+                cs.arm(k)
             cs.stalls += 1
             return
         q.popleft()
@@ -276,6 +282,7 @@ class NetworkNode(Entity):
             c = self._st.chunk
             if cs.credit[k] >= (c if rem > c else rem):
                 self._stalled = -1
+                del cs.waitq[k]
                 self._pump(None)
 
     def _sent(self, msg: tuple) -> None:

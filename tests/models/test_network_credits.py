@@ -288,3 +288,39 @@ def test_torus_adaptive_routing_needs_credit_buffers(kw):
         run_traffic(topo, {0: [(5, 1000, 0)]}, **kw)
     msg = str(ei.value)
     assert "\n" not in msg and "buffers='credit'" in msg and "valid routings otherwise: dor" in msg
+
+
+# -- deferred credits are exactly credits sent as events -------------------------------------
+@pytest.mark.parametrize(
+    "machine, routing",
+    [("tiny-fattree3", None), ("tiny-torus", None), ("tiny-dragonfly", "valiant"), ("tiny-dragonfly", "ugal"),
+     ("tiny-fattree3", "adaptive"), ("tiny-dragonfly", "ugal-g"), ("tiny-torus", "adaptive")],
+)
+@pytest.mark.parametrize("end_time", [math.inf, 12e-6])
+def test_deferred_credits_give_the_results_of_credit_events(machine, routing, end_time, monkeypatch):
+    # One-chunk buffers at saturation: chunks and NICs wait for credit all the time, so
+    # deferred credits are turned into events (arm) as often as they stay deferred.
+    from models.network.credits import CreditState
+
+    topo = get_machine(machine).topology
+    if routing is not None:
+        topo = topo.replace(routing=routing)
+    n = topo.n_nodes
+    msgs = {s: [((s * 7 + k) % n, 6000 * k + 64, s % 4) for k in range(1, 4)] for s in range(n)}
+    kw = dict(chunk=1024, o_s=2e-7, o_r=3e-7, buffers="credit", buffer_size=1024, end_time=end_time)
+
+    def run():
+        sim, net, log, sent = run_traffic(topo, msgs, **kw)
+        st = net.stats()
+        return (log, sent, sim.stats.events, sim.now, st.credit_stalls, st.link_busy.tolist(),
+                st.link_max_queue.tolist()), net.state.credits
+
+    deferred, cs = run()
+    assert not cs.pend or end_time < math.inf  # everything was flushed at the end
+    monkeypatch.setattr(CreditState, "enable_deferred", lambda self, sim, local: None)
+    eager, cs0 = run()
+    assert cs0.defer is None and cs.defer is not None
+    assert deferred == eager
+    assert eager[4] > 0
+    if end_time < math.inf:
+        assert eager[3] == end_time and len(eager[0]) < 3 * n
