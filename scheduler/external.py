@@ -124,6 +124,8 @@ class ExternalPolicy(BackfillPolicy):
         self.reserved: Job | None = None
         self.reserved_alloc = 0
         self.decisions = 0
+        #: How many jobs wait (not only the window's) when the chooser is called.
+        self.waiting = 0
 
     def _place(self, sched: "SchedulerEntity", job: Job, which: int) -> np.ndarray | None:
         state = sched.state
@@ -157,6 +159,7 @@ class ExternalPolicy(BackfillPolicy):
                 slot, which = 0, 0
             else:
                 self.decisions += 1
+                self.waiting = len(waiting)
                 slot, which = self.chooser(sched, window)
             job = window[slot]
             nodes = self._place(sched, job, which)

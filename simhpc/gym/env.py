@@ -215,6 +215,8 @@ class SchedulingEnv(gymnasium.Env):
         policy = ExternalPolicy(chooser=self._choose, window=cfg.slots, backfill=cfg.backfill,
                                 decide_single=cfg.decide_single)
         seed = int(rng.integers(0, 2**31 - 1))
+        #: The simulator seed of the current episode.
+        self.episode_seed = seed
         self._ep = build_episode(cfg, jobs, n_nodes=self.n_nodes, machine=self.machine, seed=seed, policy=policy)
         self.start = start
         self._jobs = tuple(self._ep.sched.jobs)
@@ -258,6 +260,13 @@ class SchedulingEnv(gymnasium.Env):
                                      f"({how})")
         return int(a)
 
+    @property
+    def episode_jobs(self) -> tuple[Any, ...]:
+        """The current episode's jobs (submission order; outcome fields as simulated so far).
+        ``build_episode`` on their fresh copies with :attr:`episode_seed` runs the same
+        episode under another policy."""
+        return self._jobs
+
     def action_masks(self) -> np.ndarray:
         """Which actions pick a waiting job now (bool, one per action)."""
         m = np.zeros(int(self.action_space.n), dtype=bool)
@@ -279,20 +288,24 @@ class SchedulingEnv(gymnasium.Env):
         free = sched.state.n_free
         obs = np.zeros(self.observation_space.shape[0], dtype=np.float32)
         f = len(JOB_FEATURES)
-        if not self._done:
-            log1p = math.log1p
-            for i, j in enumerate(self._window):
-                req = j.request_time / scale
-                b = i * f
-                obs[b] = 1.0
-                obs[b + 1] = j.nodes / n
-                obs[b + 2] = min(log1p(req) / ln, 1.0)
-                obs[b + 3] = min(log1p((now - j.submit_time) / scale) / ln, 1.0)
-                obs[b + 4] = 1.0 if j.nodes <= free else 0.0
-                obs[b + 5] = min(log1p(req * j.nodes) / area_ln, 1.0)
+        win = self._window
+        m = len(win) if not self._done else 0
+        if m:
+            a = np.array([(j.nodes, j.request_time, j.submit_time) for j in win], dtype=float)
+            nodes = a[:, 0]
+            req = a[:, 1] / scale
+            blk = np.empty((m, f))
+            blk[:, 0] = 1.0
+            blk[:, 1] = nodes / n
+            blk[:, 2] = np.log1p(req) / ln
+            blk[:, 3] = np.log1p((now - a[:, 2]) / scale) / ln
+            blk[:, 4] = nodes <= free
+            blk[:, 5] = np.log1p(req * nodes) / area_ln
+            np.minimum(blk, 1.0, out=blk)
+            obs[:m * f] = blk.ravel()
         b = k * f
         obs[b] = free / n
-        q = sum(1 for j in sched.queue if j.status == "queued") if not self._done else 0
+        q = self._ep.policy.waiting if m else 0
         obs[b + 1] = q / (q + k)
         ends = sched.ends
         if ends:
@@ -327,7 +340,7 @@ class SchedulingEnv(gymnasium.Env):
         sched = self._ep.sched
         ctx = RewardContext(now=self._ep.sim.now / cfg.scale, ended=tuple(new), jobs=self._jobs, n_nodes=self.n_nodes,
                             free_nodes=sched.state.n_free,
-                            queue_length=sum(1 for j in sched.queue if j.status == "queued"),
+                            queue_length=0 if terminated else self._ep.policy.waiting,
                             terminated=terminated, scale=cfg.scale)
         return float(r(ctx))
 

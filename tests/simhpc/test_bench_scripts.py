@@ -126,3 +126,13 @@ def test_tiny_run_ends_with_one_json_line(name):
     lines = text.strip().splitlines()
     assert len(lines) > 1 and isinstance(res, dict) and res
     assert sum(line.lstrip().startswith("{") for line in lines) == 1  # the JSON object is the last line only
+
+
+def test_bench_gym_times_the_same_schedules():
+    pytest.importorskip("gymnasium")
+    text, res = _run(str(SCRIPTS / "bench_gym.py"), "--rounds", "1", "--windows", "2", "--sim-jobs", "16",
+                     "--sim-windows", "1", "--networks", "flow")
+    assert sum(line.lstrip().startswith("{") for line in text.strip().splitlines()) == 1
+    for mode in ("trace", "simulated/flow"):
+        t = res["modes"][mode]
+        assert t["same_schedule"] and t["steps"] > 0 and t["steps_per_s"] > 0
