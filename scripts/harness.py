@@ -136,6 +136,20 @@ def factored(lo: int, hi: int, primes: Sequence[int] = (2, 3)) -> list[int]:
     return sorted(x for x in out if x >= lo)
 
 
+def stable_utilization(jobs: Sequence[Any], n_nodes: int, trim: float = 0.1) -> float:
+    """Utilization over a replay's stable period: busy node-seconds of every job inside the
+    window from the first to the last submission of the middle ``1 - 2 trim`` of the jobs
+    (in submission order), over ``n_nodes`` times the window. The first jobs meet an empty
+    machine and the end of a finite run is its longest jobs draining, the same under every
+    policy."""
+    submit = sorted(j.submit_time for j in jobs)
+    skip = int(len(submit) * trim)
+    a, b = float(submit[skip]), float(submit[len(submit) - 1 - skip])
+    busy = sum(j.nodes * max(0.0, min(j.end_time, b) - max(j.start_time, a))
+               for j in jobs if j.start_time is not None and j.end_time is not None)
+    return busy / (n_nodes * (b - a)) if b > a else float("nan")
+
+
 def ratio(a: float, b: float) -> float:
     """``a / b``; NaN where ``b`` is zero."""
     return a / b if b else float("nan")

@@ -99,22 +99,9 @@ def run(item):
     res = simulate(jobs, n_nodes=topo.n_nodes, topology=topo, allocator=alloc, allocator_options=opts,
                    ordering="fcfs", backfill="easy", seed=seed)
     m = system_metrics(job_table(res.jobs), topo.n_nodes)
-    return {"utilization": stable_utilization(res.jobs, topo.n_nodes), "utilization_whole_run": m.utilization,
+    return {"utilization": h.stable_utilization(res.jobs, topo.n_nodes), "utilization_whole_run": m.utilization,
             "mean_wait": m.mean_wait, "bsld": m.mean_bounded_slowdown, "makespan": m.makespan,
             "rejected": len(res.rejected), "cpu_s": time.process_time() - t}
-
-
-def stable_utilization(jobs, n_nodes: int, trim: float = 0.1) -> float:
-    """U over the stable period: busy node-seconds of every job inside the window from the
-    first to the last submission of the middle ``1 - 2 trim`` of the jobs (in submission
-    order), over ``n_nodes`` times the window. The first jobs meet an empty machine and the
-    end of a finite run is one long job draining, the same under every allocator."""
-    ran = [j for j in jobs if j.start_time is not None and j.end_time is not None]
-    submit = np.sort([j.submit_time for j in jobs])
-    skip = int(len(submit) * trim)
-    a, b = float(submit[skip]), float(submit[len(submit) - 1 - skip])
-    busy = sum(j.nodes * max(0.0, min(j.end_time, b) - max(j.start_time, a)) for j in ran)
-    return busy / (n_nodes * (b - a)) if b > a else float("nan")
 
 
 def main(argv: list[str] | None = None) -> int:

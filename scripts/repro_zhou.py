@@ -1,30 +1,39 @@
 #!/usr/bin/env python3
-"""Zhou et al. style: torus, mesh and contention-free partitions of a Mira-like 5D torus.
+"""Zhou et al. (TPDS): torus, mesh and contention-free partitions of Mira's 5D torus.
 
-Network view: an all-to-all skeleton (MPICH's Bruck algorithm, 256 B per pair) and a
-nearest-neighbour skeleton (periodic 3D halo exchange, 64 KiB faces) run alone on a
-partition of Mira's 5D torus, modelled as a torus sub-machine of the partition's shape
-(Mira's links) whose per-dimension wrap flags make it a torus, a mesh or a contention-free
-partition: torus wraps everywhere; mesh wraps only in dimensions one midplane long (the
-midplane's own wiring); contention-free wraps there and in dimensions the partition spans
-(its wrap cables are then its own). Partitions span the A dimension, so that the three
-kinds differ. Slowdown of mesh and contention-free against torus.
+Network view: benchmarks run alone on a partition of Mira's 5D torus (8x12x16x16x2 routers,
+one node each: 49,152 nodes; midplanes of 4x4x4x4x2, a 2x3x4x4x1 grid of them), modelled as
+a torus sub-machine of the partition's shape whose per-dimension wrap flags make it a torus,
+a mesh or a contention-free partition: torus wraps everywhere; mesh only in dimensions one
+midplane long; contention-free there and in the dimensions it spans. The study compares
+torus and mesh partitions at 2K, 4K and 8K nodes and torus and contention-free partitions
+at 1K and 4K, the 1K contention-free partition being a mesh in its D dimension: PARTITIONS
+gives the shapes (1K is two midplanes along D). Benchmarks: a bandwidth-bound MPI_Alltoall
+(A2A_BYTES per pair) and a near-neighbour code (periodic 3D halo exchange, 64 KiB faces,
+ranks mapped onto the partition by the topology-aware mapping, as a realistic application
+would place its grid). Runtime ratios mesh/torus and contention-free/torus.
 
-Scheduling view: a synthetic Mira-like workload (jobs of 512 to 32,768 nodes, 30 %
-communication-sensitive) replayed with FCFS + EASY under the four policies: bgq-native (all
-torus), bgq-mesh (MeshSched), bgq-cfca and bgq-hybrid. A sensitive job that gets a
-partition with a mesh dimension runs longer by the all-to-all mesh slowdown measured in
-the network view (at the largest partition); jobs that then exceed their request are
-killed, as on the real machine. Utilization, mean wait, loss of capacity, slowed jobs.
+Scheduling view: a synthetic Mira-like workload (jobs of 512 to 32,768 nodes) replayed with
+WFP ordering + EASY under bgq-native (all torus), bgq-mesh (MeshSched), bgq-cfca and
+bgq-hybrid. A communication-sensitive job (a fraction of the jobs) on a partition with a
+mesh dimension runs longer by the mesh slowdown; the slowdown is swept over 10-50 % (at a
+30 % sensitive fraction) and the fraction over 10-50 % (at a 30 % slowdown), as the study
+does. Figures: utilization over the stable period, mean wait and response, loss of capacity
+(LoC), as mean +- standard error over workload seeds. The study's allocation is
+least-blocking; simhpc's partition allocators take the first free partition in grid order
+(not least-blocking): a difference stated in docs/studies.md.
 
-Scales: --full runs partitions of 1K to 16K nodes and 10,000 jobs (use a cluster: mpirun
--n 64 ...; runs are dealt out over the ranks); the default reduced scale runs 1K and 2K-node
-partitions with 16 KiB chunks (the packet model's speed knob) and 1,500 jobs; --tiny one
-1K-node partition and 300 jobs.
+Scales (--scale): full runs Mira's midplanes, partitions of 1K-8K nodes, 10,000 jobs x 5
+seeds and the whole 5 x 5 sweep (under mpirun the runs are dealt out over the ranks);
+reduced keeps the midplane grid but with midplanes of 2x2x2x2x2 routers (32 nodes, so the
+partitions are 64-512 nodes in the same midplane shapes), 400 jobs x 2 seeds and the two
+one-parameter sweeps; tiny the reduced partitions of 1K and 2K shape, 100 jobs x 2 seeds.
+--dry-run builds the machines and workloads and prints them. The network model is a
+parameter (--network, default flow).
 
 After Z. Zhou, X. Yang, Z. Lan, P. Rich, W. Tang, V. Morozov, N. Desai, "Improving batch
-scheduling on Blue Gene/Q by relaxing 5D torus network allocation constraints", IPDPS 2015
-(see docs/studies.md).
+scheduling on Blue Gene/Q by relaxing network allocation constraints", IEEE TPDS (extending
+IPDPS 2015; see docs/studies.md).
 """
 
 from __future__ import annotations
@@ -36,29 +45,34 @@ import numpy as np
 
 import harness as h
 
-# Partitions in midplanes (Mira's midplane grid is 2x3x4x4x1 of 4x4x4x4x2 routers); all span A.
+#: Partitions in midplanes of the 2x3x4x4x1 grid (A, B, C, D, E), by nominal size (full-scale nodes).
 PARTITIONS = {
-    1024: (2, 1, 1, 1, 1),
-    2048: (2, 1, 1, 2, 1),
+    1024: (1, 1, 1, 2, 1),
+    2048: (1, 1, 2, 2, 1),
     4096: (2, 1, 2, 2, 1),
-    8192: (2, 2, 2, 2, 1),
-    16384: (2, 2, 2, 4, 1),
+    8192: (2, 1, 2, 4, 1),
 }
-MIDPLANE = (4, 4, 4, 4, 2)
+#: The comparisons of the study: (nominal size, kind against torus).
+COMPARE = ((1024, "contention-free"), (2048, "mesh"), (4096, "mesh"), (4096, "contention-free"), (8192, "mesh"))
 GRID = (2, 3, 4, 4, 1)
-APPS = {
-    "alltoall": {"nbytes": 256},
-    "stencil3d": {"face_bytes": "64KiB"},
-}
-KINDS = ("torus", "mesh", "contention-free")
+A2A_BYTES = "64KiB"
+STENCIL_FACE = "64KiB"
 POLICIES = ("bgq-native", "bgq-mesh", "bgq-cfca", "bgq-hybrid")
+SLOWDOWNS = (0.1, 0.2, 0.3, 0.4, 0.5)
+FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5)
 SCALES = {
-    #          sizes                          iters (a2a, stencil) chunk     jobs
-    "full": ((1024, 2048, 4096, 8192, 16384), (2, 5), "4KiB", 10000),
-    "reduced": ((1024, 2048), (1, 2), "16KiB", 1500),
-    "tiny": ((1024,), (1, 1), "16KiB", 300),
+    #          midplane          sizes                    iters (a2a, halo)  jobs  seeds  sweep
+    "full": ((4, 4, 4, 4, 2), (1024, 2048, 4096, 8192), (2, 5), 10000, 5, "grid"),
+    "reduced": ((2, 2, 2, 2, 2), (1024, 2048, 4096, 8192), (2, 5), 400, 2, "cross"),
+    "tiny": ((2, 2, 2, 2, 2), (1024, 2048), (1, 2), 100, 2, "cross"),
 }
-SENSITIVE = 0.3
+
+
+def sweep(kind: str) -> list[tuple[float, float]]:
+    """(mesh slowdown, sensitive fraction) pairs: the whole grid, or each swept at 0.3 of the other."""
+    if kind == "grid":
+        return [(s, f) for s in SLOWDOWNS for f in FRACTIONS]
+    return sorted({(s, 0.3) for s in SLOWDOWNS[::2]} | {(0.3, f) for f in FRACTIONS[::2]})
 
 
 def wraps(blocks: tuple[int, ...], kind: str) -> tuple[bool, ...]:
@@ -70,12 +84,12 @@ def wraps(blocks: tuple[int, ...], kind: str) -> tuple[bool, ...]:
     return tuple(b == 1 or b == g for b, g in zip(blocks, GRID))
 
 
-def partition_machine(size: int, kind: str):
+def partition_machine(scale: str, size: int, kind: str):
     from models.presets import Machine, get_machine
 
     mira = get_machine("mira")
     blocks = PARTITIONS[size]
-    shape = tuple(b * m for b, m in zip(blocks, MIDPLANE))
+    shape = tuple(b * m for b, m in zip(blocks, SCALES[scale][0]))
     topo = mira.topology.replace(dims=shape, wrap=wraps(blocks, kind))
     return Machine(name=f"mira-{size}-{kind}", topology=topo, cores_per_node=mira.cores_per_node,
                    flops_per_node=mira.flops_per_node, mem_bw_per_node=mira.mem_bw_per_node)
@@ -85,13 +99,17 @@ def network_run(item):
     from apps import run_app
     from models.network import NetworkConfig
 
-    scale, size, app, kind = item
-    _, iters, chunk, _ = SCALES[scale]
-    m = partition_machine(size, kind)
-    it = iters[0] if app == "alltoall" else iters[1]
-    r = run_app(m, app, size, ranks_per_node=1, network=NetworkConfig(chunk_size=chunk), hot_links=0,
-                app_args={**APPS[app], "iters": it})
-    return {"runtime": r.runtime, "hop_bytes": r.hop_bytes, "events": r.events, "wall_s": r.wall_s}
+    scale, size, app, kind, model = item
+    iters = SCALES[scale][2]
+    m = partition_machine(scale, size, kind)
+    if app == "alltoall":
+        args, mapping = {"nbytes": A2A_BYTES, "iters": iters[0]}, "block"
+    else:
+        args, mapping = {"face_bytes": STENCIL_FACE, "iters": iters[1]}, "topology"
+    t = time.process_time()
+    r = run_app(m, app, m.n_nodes, ranks_per_node=1, network=NetworkConfig(model=model), hot_links=0, app_args=args,
+                mapping=mapping)
+    return {"runtime": r.runtime, "events": r.events, "cpu_s": time.process_time() - t}
 
 
 class PenaltyRunner:
@@ -118,7 +136,7 @@ class PenaltyRunner:
         self.base.kill(sched, job, reason)
 
 
-def workload(n_jobs: int):
+def workload(n_jobs: int, fraction: float, seed: int):
     from scheduler.workload import Choice, Exponential, LogNormal, SyntheticWorkload, Uniform, seeded_rng
 
     jobs = SyntheticWorkload(
@@ -126,8 +144,9 @@ def workload(n_jobs: int):
         size=Choice(values=(512, 1024, 2048, 4096, 8192, 16384, 32768), weights=(40, 20, 15, 10, 8, 5, 2)),
         run_time=LogNormal(median=3600.0, sigma=1.0), request_factor=Uniform(low=1.2, high=2.0),
         max_run_time=86400.0,
-    ).generate(5)
-    sens = seeded_rng(5, 0x5E45).random(len(jobs)) < SENSITIVE
+    ).generate(seed)
+    # The same uniform draw per job at every fraction: a larger fraction adds sensitive jobs.
+    sens = seeded_rng(seed, 0x5E45).random(len(jobs)) < fraction
     for j, s in zip(jobs, sens.tolist()):
         j.sched_args = {"comm_sensitive": bool(s)}
     return jobs
@@ -138,100 +157,133 @@ def schedule_run(item):
     from scheduler.lifecycle import simulate
     from scheduler.metrics import job_table, system_metrics
 
-    scale, policy, factor = item
-    jobs = workload(SCALES[scale][3])
-    runner = PenaltyRunner(factor)
+    scale, policy, slowdown, fraction, seed = item
+    jobs = workload(SCALES[scale][3], fraction, seed)
+    runner = PenaltyRunner(1.0 + slowdown)
     topo = get_machine("mira").topology
-    t = time.perf_counter()
-    # simulate() rather than replay(): replay also computes every allocation's placement
-    # metrics, which this view does not report.
-    res = simulate(jobs, n_nodes=topo.n_nodes, topology=topo, allocator=policy, ordering="fcfs", backfill="easy",
-                   runner=runner, seed=5)
+    t = time.process_time()
+    res = simulate(jobs, n_nodes=topo.n_nodes, topology=topo, allocator=policy, ordering="wfp", backfill="easy",
+                   runner=runner, seed=seed)
     m = system_metrics(job_table(res.jobs), topo.n_nodes)
-    kinds: dict[str, int] = {}
-    for j in res.jobs:
-        info = getattr(j.assigned_nodes, "info", None)
-        if info is not None:
-            kinds[info.kind] = kinds.get(info.kind, 0) + 1
-    sens = [j for j in res.jobs if j.sched_args.get("comm_sensitive")]
-    return {"policy": policy, "utilization": m.utilization, "mean_wait": m.mean_wait,
-            "loss_of_capacity": m.loss_of_capacity, "makespan": m.makespan,
-            "mean_bounded_slowdown": m.mean_bounded_slowdown, "killed": m.killed, "slowed": runner.slowed,
-            "sensitive": len(sens), "kinds": kinds, "wall_s": time.perf_counter() - t}
+    return {"utilization": h.stable_utilization(res.jobs, topo.n_nodes), "mean_wait": m.mean_wait,
+            "mean_response": m.mean_response, "loss_of_capacity": m.loss_of_capacity, "killed": m.killed,
+            "slowed": runner.slowed, "cpu_s": time.process_time() - t}
+
+
+def _depends(policy: str) -> tuple[bool, bool]:
+    """Whether a policy's schedule depends on (the slowdown, the sensitive fraction): native
+    never slows a job; cfca and hybrid put sensitive jobs on torus partitions, so only the
+    fraction matters; mesh on both."""
+    return {"bgq-native": (False, False), "bgq-mesh": (True, True)}.get(policy, (False, True))
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = h.parser(__doc__, scales=True)
+    ap.add_argument("--network", default="flow", choices=("flow", "packet"), help="network model (default flow)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     c = h.comm()
-    sc, (sizes, iters, chunk, n_jobs) = h.scaled(args, SCALES)
+    sc, (midplane, sizes, iters, n_jobs, n_seeds, sweep_kind) = h.scaled(args, SCALES)
+    seeds = list(range(args.seeds or n_seeds))
+    points = sweep(sweep_kind)
     out = h.out_dir(args, c)
-    what = (f"partitions of {', '.join(f'{s:,}' for s in sizes)} nodes of Mira's 5D torus, all-to-all x {iters[0]} "
-            f"and halo x {iters[1]} iterations, {chunk} chunks; scheduling: Mira (49,152 nodes), {n_jobs} jobs")
-    h.say(c, f"full: {what}" if sc == "full" else f"{sc}: {what} (full: 1K-16K-node partitions, 10,000 jobs)")
+    mp_nodes = int(np.prod(midplane))
+    what = (f"midplanes of {'x'.join(map(str, midplane))} routers ({mp_nodes} nodes); partitions "
+            f"{', '.join(f'{s // 1024}K' for s in sizes)} ({', '.join(str(int(np.prod(PARTITIONS[s])) * mp_nodes) for s in sizes)}"
+            f" nodes); all-to-all {A2A_BYTES}/pair x {iters[0]}, halo x {iters[1]}; {args.network} network; scheduling: "
+            f"Mira (49,152 nodes), WFP + EASY, {n_jobs:,} jobs x {len(seeds)} seeds, {len(points)} (slowdown, fraction) points")
+    h.say(c, f"full: {what}" if sc == "full" else
+          f"{sc}: {what} (full: Mira's 4x4x4x4x2 midplanes, 1K-8K-node partitions, 10,000 jobs x 5 seeds, 5 x 5 sweep)")
+    if args.dry_run:
+        rows = []
+        for s in sizes:
+            for kind in ("torus", "mesh", "contention-free"):
+                m = partition_machine(sc, s, kind)
+                rows.append([f"{s // 1024}K", kind, "x".join(map(str, m.topology.dims)), m.n_nodes,
+                             "".join("T" if w else "M" for w in m.topology.wrap)])
+        h.say(c, "", "dry run: partitions (wrap per dimension A B C D E: T torus, M mesh)",
+              h.table(rows, ["partition", "kind", "routers", "nodes", "wraps"]))
+        jobs = workload(n_jobs, 0.3, 0)
+        h.say(c, "", f"workload 0: {len(jobs):,} jobs, mean size {np.mean([j.nodes for j in jobs]):.0f}, "
+                     f"{np.mean([j.sched_args['comm_sensitive'] for j in jobs]):.1%} sensitive at fraction 0.3")
+        h.finish(c, {"script": "repro_zhou", "scale": sc, "dry_run": True}, t0)
+        return 0
 
-    items = [(sc, s, a, k) for s in sizes for a in APPS for k in KINDS]
-    res = dict(zip([(s, a, k) for _, s, a, k in items], h.deal(items, network_run, c)))
-    rows, slow = [], {}
-    for s in sizes:
-        blocks = PARTITIONS[s]
-        shape = "x".join(str(b * m) for b, m in zip(blocks, MIDPLANE))
-        for a in APPS:
-            t = res[(s, a, "torus")]["runtime"]
-            me = res[(s, a, "mesh")]["runtime"]
-            cf = res[(s, a, "contention-free")]["runtime"]
-            slow[f"{a}@{s}"] = {"torus_us": h.r4(t * 1e6), "mesh_slowdown": h.r4(me / t), "cf_slowdown": h.r4(cf / t)}
-            rows.append([f"{s:,}", shape, a, f"{t * 1e6:.1f}", f"{me * 1e6:.1f}", f"{me / t:.3f}", f"{cf * 1e6:.1f}",
-                         f"{cf / t:.3f}"])
-    h.say(c, "", "network view: runtime alone on a partition (us); slowdown against the torus partition "
-                 "(mesh wraps only one-midplane dimensions, contention-free also the spanned dimension A)",
-          h.table(rows, ["nodes", "routers", "app", "torus", "mesh", "mesh/torus", "contention-free", "cf/torus"]))
-    factor = max(1.0, slow[f"alltoall@{sizes[-1]}"]["mesh_slowdown"])
-    sched = h.deal([(sc, p, factor) for p in POLICIES], schedule_run, c)
-    base = sched[0]
-    rows = []
-    for x in sched:
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(x["kinds"].items()))
-        rows.append([x["policy"], f"{x['utilization']:.4f}", f"{x['utilization'] / base['utilization']:.3f}",
-                     f"{x['mean_wait'] / 3600:.2f}", f"{x['mean_wait'] / base['mean_wait']:.3f}",
-                     f"{x['loss_of_capacity']:.4f}", f"{x['mean_bounded_slowdown']:.2f}", x["slowed"], x["killed"], kinds])
-    h.say(c, "", f"scheduling view: Mira, {n_jobs} synthetic jobs ({SENSITIVE:.0%} communication-sensitive), FCFS + EASY; "
-                 f"a sensitive job on a partition with a mesh dimension runs x{factor:.3f} longer",
-          h.table(rows, ["policy", "utilization", "x native", "mean wait (h)", "x native", "loss of capacity",
-                         "mean bsld", "slowed", "killed", "partitions"]))
+    kinds_needed = {(s, "torus") for s in sizes} | {(s, k) for s, k in COMPARE if s in sizes}
+    items = [(sc, s, a, k, args.network) for s, k in sorted(kinds_needed) for a in ("alltoall", "stencil3d")]
+    res = dict(zip([it[1:4] for it in items], h.deal(items, network_run, c)))
+    rows, net = [], {}
+    for s, k in COMPARE:
+        if s not in sizes:
+            continue
+        for a in ("alltoall", "stencil3d"):
+            t, o = res[(s, a, "torus")], res[(s, a, k)]
+            net[f"{a}@{s // 1024}K/{k}"] = {"torus_us": h.r4(t["runtime"] * 1e6), "other_us": h.r4(o["runtime"] * 1e6),
+                                             "ratio": h.r4(o["runtime"] / t["runtime"])}
+            rows.append([f"{s // 1024}K", "x".join(str(b * m) for b, m in zip(PARTITIONS[s], midplane)), a, k,
+                         f"{t['runtime'] * 1e6:.1f}", f"{o['runtime'] * 1e6:.1f}", f"{o['runtime'] / t['runtime']:.3f}",
+                         f"{t['cpu_s'] + o['cpu_s']:.1f}"])
+    h.say(c, "", "network view: runtime alone on a partition (us, one deterministic run each) and its ratio to the "
+                 "torus partition",
+          h.table(rows, ["partition", "routers", "app", "kind", "torus", "kind's", "kind/torus", "CPU (s)"]))
+
+    sched_items = []
+    for p in POLICIES:
+        ds, df = _depends(p)
+        for sd, fr in sorted({(sd if ds else 0.0, fr if df else 0.0) for sd, fr in points}):
+            sched_items += [(sc, p, sd, fr, s) for s in seeds]
+    got = dict(zip([it[1:] for it in sched_items], h.deal(sched_items, schedule_run, c)))
+
+    def figures(p, sd, fr):
+        ds, df = _depends(p)
+        return [got[(p, sd if ds else 0.0, fr if df else 0.0, s)] for s in seeds]
+
+    rows, sched = [], {}
+    for sd, fr in points:
+        base = figures("bgq-native", sd, fr)
+        for p in POLICIES:
+            xs = figures(p, sd, fr)
+            u = h.mean_se([x["utilization"] for x in xs])
+            du = h.mean_se([x["utilization"] / b["utilization"] for x, b in zip(xs, base)])
+            w = h.mean_se([x["mean_wait"] / 3600 for x in xs])
+            dw = h.mean_se([x["mean_wait"] / b["mean_wait"] for x, b in zip(xs, base)])
+            r = h.mean_se([x["mean_response"] / 3600 for x in xs])
+            loc = h.mean_se([x["loss_of_capacity"] for x in xs])
+            sched[f"{sd:.1f}/{fr:.1f}/{p}"] = {"slowdown": sd, "fraction": fr, "policy": p, "utilization": u,
+                                               "utilization_vs_native": du, "mean_wait_h": w, "wait_vs_native": dw,
+                                               "mean_response_h": r, "loss_of_capacity": loc}
+            rows.append([f"{sd:.0%}", f"{fr:.0%}", p, h.fmt_se(u, 3), h.fmt_se(du, 3), h.fmt_se(w, 2), h.fmt_se(dw, 3),
+                         h.fmt_se(r, 2), h.fmt_se(loc, 3)])
+    h.say(c, "", f"scheduling view: Mira, WFP + EASY, {n_jobs:,} jobs; mean +- standard error ({len(seeds)} seeds); "
+                 "utilization over the stable period",
+          h.table(rows, ["slowdown", "sensitive", "policy", "utilization", "x native", "wait (h)", "x native",
+                         "response (h)", "LoC"]))
+    cpu = sum(x["cpu_s"] for x in got.values()) + sum(x["cpu_s"] for x in res.values())
     if h.rank(c) == 0:
-        _plot(slow, sched, sizes, out / f"zhou_{sc}.png")
+        _plot(net, sched, points, out / f"zhou_{sc}.png")
         h.say(c, f"figure: {out / f'zhou_{sc}.png'}")
-    h.finish(c, {
-        "script": "repro_zhou", "scale": sc, "baseline": "torus partitions / bgq-native", "slowdowns": slow,
-        "mesh_penalty_factor": h.r4(factor),
-        "scheduling": {x["policy"]: {"utilization": h.r4(x["utilization"]), "mean_wait_s": h.r4(x["mean_wait"]),
-                                     "loss_of_capacity": h.r4(x["loss_of_capacity"]), "slowed": x["slowed"],
-                                     "killed": x["killed"]} for x in sched},
-    }, t0)
+    h.finish(c, {"script": "repro_zhou", "scale": sc, "baseline": "torus partitions / bgq-native", "network": net,
+                 "scheduling": sched, "seeds": len(seeds), "jobs": n_jobs, "cpu_s_runs": round(cpu, 1)}, t0)
     return 0
 
 
-def _plot(slow, sched, sizes, path):
+def _plot(net, sched, points, path):
     plt = h.plt()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
-    w = 0.2
-    labels = list(slow)
-    x = np.arange(len(labels))
-    a1.bar(x - w / 2, [slow[k]["mesh_slowdown"] for k in labels], w, label="mesh / torus")
-    a1.bar(x + w / 2, [slow[k]["cf_slowdown"] for k in labels], w, label="contention-free / torus")
+    labels = list(net)
+    a1.bar(np.arange(len(labels)), [net[k]["ratio"] for k in labels], color="tab:blue")
     a1.axhline(1.0, color="grey", ls="--", lw=0.8)
-    a1.set_xticks(x, labels, rotation=30, fontsize=7)
-    a1.set_ylabel("slowdown against a torus partition")
-    a1.legend(fontsize=8)
-    p = [s["policy"] for s in sched]
-    a2.bar(np.arange(len(p)) - w / 2, [s["utilization"] for s in sched], w, label="utilization")
-    a2.bar(np.arange(len(p)) + w / 2, [s["loss_of_capacity"] for s in sched], w, label="loss of capacity")
-    a2.set_xticks(np.arange(len(p)), p, fontsize=8)
-    a2.set_ylim(0, 1.15)
-    a2.legend(fontsize=8, loc="upper center", ncol=2)
-    a2.set_title("scheduling view (Mira, FCFS + EASY)", fontsize=10)
+    a1.set_xticks(np.arange(len(labels)), labels, rotation=30, fontsize=7, ha="right")
+    a1.set_ylabel("runtime / runtime on a torus partition")
+    sds = sorted({sd for sd, fr in points if fr == 0.3})
+    for p in POLICIES:
+        v = [sched[f"{sd:.1f}/0.3/{p}"]["utilization"] for sd in sds]
+        a2.errorbar([100 * s for s in sds], [x["mean"] for x in v], yerr=[x["se"] or 0.0 for x in v], fmt="-o",
+                    capsize=3, label=p)
+    a2.set_xlabel("mesh slowdown of a sensitive job (%), 30 % sensitive")
+    a2.set_ylabel("utilization (stable period)")
+    a2.legend(fontsize=8)
+    a2.set_title("scheduling view (Mira, WFP + EASY)", fontsize=10)
     for a in (a1, a2):
         a.grid(True, alpha=0.3)
     fig.tight_layout()

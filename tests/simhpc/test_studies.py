@@ -487,6 +487,12 @@ def test_repro_tiny_mode_prints_a_table_and_json(name, tmp_path):
                 assert sorted(per) == ["firstfree", "jigsaw", "t123", "t123-whole-pods"]
                 assert per["firstfree"]["vs_firstfree"] == {"mean": 1.0, "se": 0.0, "n": 2}
                 assert all(0 < v["utilization"]["mean"] <= 1 and v["utilization"]["n"] == 2 for v in per.values())
+    if name == "repro_albing":
+        # Every machine and policy over both logs; FIFO-0 is the baseline of itself.
+        assert sorted(fig["machines"]) == ["dragonfly-best", "dragonfly-worst", "hector", "torus5d"]
+        for per in fig["machines"].values():
+            assert len(per) == 9 and per["fifo0"]["overall"]["improvement_pct"] == {"mean": 0.0, "se": 0.0, "n": 2}
+            assert all(v[c]["mind"]["n"] == 2 for v in per.values() for c in ("small", "large", "overall"))
     if name == "repro_obaida_liu":
         # Every (message size, ranks per node) configuration, each job count over both seeds;
         # one job is its own baseline, and at 16 ranks per node the partners share a node.
