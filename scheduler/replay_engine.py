@@ -27,6 +27,7 @@ from pdes.validate import check_seed
 
 from .allocators import ALLOCATORS
 from .backfill import BACKFILLS
+from .estimates import ESTIMATES, make_estimate
 from .errors import SwfMachineSizeError, UserError
 from .job import Job
 from .lifecycle import JobRunner, ScheduleResult, simulate
@@ -111,6 +112,9 @@ class ReplayResult:
     tau: float = TAU
     load_factor: float = 1.0
     trim: Trim = field(default_factory=Trim)
+    estimate: str = "user"
+    estimate_options: dict[str, Any] = field(default_factory=dict)
+    backfill_options: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The scalar figures, in the order ``simhpc replay --json`` prints them."""
@@ -131,6 +135,9 @@ class ReplayResult:
             "allocator": self.allocator,
             "order": self.order,
             "backfill": self.backfill,
+            "backfill_options": self.backfill_options,
+            "estimate": self.estimate,
+            "estimate_options": self.estimate_options,
             "kill_overrun": self.kill_overrun,
             "killed": m.killed,
             "loss_of_capacity": m.loss_of_capacity,
@@ -207,6 +214,8 @@ def replay(
     skip_first: int = 0,
     skip_last: int = 0,
     window: tuple[float, float] | str | None = None,
+    estimate: str = "user",
+    estimate_options: dict[str, Any] | None = None,
 ) -> ReplayResult:
     """Replay a workload through a scheduler and measure it.
 
@@ -217,7 +226,9 @@ def replay(
         nodes, cores_per_node, machine: the machine (see :func:`resolve_machine`); by
             default the trace header's size with one process per node.
         allocator, order, backfill: names of the three scheduler parts.
-        kill_overrun: kill jobs at their requested time.
+        kill_overrun: kill jobs at their requested time (whatever the estimate model).
+        estimate, estimate_options: the runtime estimate model the scheduler plans with
+            (:mod:`scheduler.estimates`; ``"user"``, the request, by default).
         strict: a job larger than the machine is an error instead of being rejected and
             counted.
         skip_malformed: skip and count malformed SWF lines instead of raising.
@@ -236,6 +247,8 @@ def replay(
     _check_name("ordering policy", order, ORDERINGS, "--order")
     _check_name("backfill policy", backfill, BACKFILLS, "--backfill")
     _check_name("allocator", allocator, ALLOCATORS, "--allocator")
+    _check_name("estimate model", estimate, ESTIMATES, "--estimate")
+    make_estimate(estimate, **(estimate_options or {}))  # bad options fail before the trace is read
     if isinstance(machine, Machine):
         mach: Machine | None = machine
         if nodes is not None or cores_per_node is not None:
@@ -314,6 +327,8 @@ def replay(
         ordering_options=order_options,
         backfill_options=backfill_options,
         copy=copy,
+        estimate=estimate,
+        estimate_options=estimate_options,
     )
     all_rejected = rejected + res.rejected
     placement = None
@@ -347,4 +362,7 @@ def replay(
         tau=tau,
         load_factor=load_factor,
         trim=trim,
+        estimate=res.estimate,
+        estimate_options=dict(res.estimate_options or {}),
+        backfill_options=dict(backfill_options or {}),
     )

@@ -7,7 +7,21 @@ through gzip.
 
 The filter applied by :func:`read_swf` (every count is reported in :class:`SwfReport`):
 
-1. **cancelled**: run time (field 4) missing (``-1``): dropped, there is nothing to replay.
+0. **partial executions** (status 2, 3 or 4: a job checkpointed or swapped out and run in
+   several parts, each part a line with the job's number): per the SWF definition the job
+   is one job. When the trace also has its summary line (the same job number with status 0,
+   1 or 5) that line is the job and its parts are not simulated on their own; without one
+   the parts are merged: the first part's submit time, processors, request, user, group,
+   queue and fields 16-18, the sum of the parts' run times, completed when the last part
+   says so (status 3). ``partial_records`` counts the part lines folded into jobs. Lines
+   that contradict each other raise :class:`~scheduler.errors.SwfError` naming their line
+   numbers: one job number on several lines that are not parts (or two summary lines),
+   parts of one job with different submit times, requested processors or users, and a part
+   after the one that ended the job (status 3 or 4).
+1. **cancelled**: status 5 (cancelled) and no run (run time ``-1`` or 0): cancelled before
+   it started, dropped and counted. A cancelled job that ran (run time > 0) is replayed
+   for the time it ran (counted as **cancelled_after_start**). **no_run_time**: run time
+   (field 4) missing with another status: dropped, there is nothing to replay.
 2. **no_submit**: submit time (field 2) missing: dropped.
 3. **no_processors**: neither requested (field 8) nor allocated (field 5) processors:
    dropped. **procs_from_allocated**: requested processors missing, the allocated count is
@@ -24,6 +38,9 @@ The filter applied by :func:`read_swf` (every count is reported in :class:`SwfRe
 
 Informational counts: **overrun** (kept jobs that ran longer than they requested; the
 scheduler kills them at their requested time unless told otherwise) and **zero_runtime**.
+
+Each job keeps fields 16-18 (``Job.partition``, ``Job.preceding_job``, ``Job.think_time``;
+-1 when the trace has none).
 
 A job needs ``ceil(processors / cores_per_node)`` nodes; the default of one process per node
 makes an SWF processor count a node count. The machine size defaults to the header:
@@ -145,7 +162,8 @@ def parse_header_line(line: str, header: SwfHeader) -> None:
 #: Why a job of a trace is not simulated: reason -> what it means (the keys of
 #: :meth:`SwfReport.by_reason`, also used by results files).
 DROP_REASONS: dict[str, str] = {
-    "cancelled": "cancelled in the trace (run time -1)",
+    "cancelled": "cancelled in the trace before it started (status 5)",
+    "no_run_time": "no run time in the trace (run time -1)",
     "no_submit_time": "no submit time in the trace",
     "no_processors": "no processor count in the trace",
     "malformed": "malformed trace line (skipped)",
@@ -160,6 +178,9 @@ class SwfReport:
     lines: int = 0
     kept: int = 0
     cancelled: int = 0
+    no_run_time: int = 0
+    cancelled_after_start: int = 0
+    partial_records: int = 0
     no_submit: int = 0
     no_processors: int = 0
     procs_from_allocated: int = 0
@@ -174,14 +195,15 @@ class SwfReport:
 
     def by_reason(self) -> dict[str, int]:
         """The jobs the filter took out, by reason (see :data:`DROP_REASONS`), zeros included."""
-        return {"cancelled": self.cancelled, "no_submit_time": self.no_submit,
+        return {"cancelled": self.cancelled, "no_run_time": self.no_run_time, "no_submit_time": self.no_submit,
                 "no_processors": self.no_processors, "malformed": self.malformed,
                 "larger_than_machine": self.too_large}
 
     @property
     def dropped(self) -> int:
-        """Lines that gave no job at all (cancelled, no submit time, no processors, malformed)."""
-        return self.cancelled + self.no_submit + self.no_processors + self.malformed
+        """Jobs that were not simulated at all (cancelled, no run time, no submit time, no
+        processors, malformed lines)."""
+        return self.cancelled + self.no_run_time + self.no_submit + self.no_processors + self.malformed
 
 
 @dataclass
@@ -232,9 +254,11 @@ def _check_path(path: str | os.PathLike) -> Path:
     return p
 
 
-def _parse_rows_slow(path: str, data: list[tuple[int, str]], skip: bool) -> tuple[np.ndarray, int]:
-    """Line-by-line parse with precise errors; returns (records, malformed count)."""
+def _parse_rows_slow(path: str, data: list[tuple[int, str]], skip: bool) -> tuple[np.ndarray, int, list[int]]:
+    """Line-by-line parse with precise errors; returns (records, malformed count, the line
+    number of each record)."""
     rows: list[list[float]] = []
+    linenos: list[int] = []
     bad = 0
     for lineno, line in data:
         parts = line.split()
@@ -261,8 +285,9 @@ def _parse_rows_slow(path: str, data: list[tuple[int, str]], skip: bool) -> tupl
                 continue
             raise SwfError(path, lineno, reason)
         rows.append(vals)
+        linenos.append(lineno)
     arr = np.array(rows, dtype=np.float64).reshape(-1, _N)
-    return arr, bad
+    return arr, bad, linenos
 
 
 def read_swf(
@@ -318,6 +343,7 @@ def read_swf(
         data = data[:limit]
     malformed = 0
     records = None
+    linenos = [ln for ln, _ in data]
     if data:
         try:
             records = np.loadtxt(io.StringIO("\n".join(s for _, s in data)), dtype=np.float64, ndmin=2,
@@ -327,7 +353,7 @@ def read_swf(
         except ValueError:
             records = None
         if records is None:
-            records, malformed = _parse_rows_slow(spath, data, skip_malformed)
+            records, malformed, linenos = _parse_rows_slow(spath, data, skip_malformed)
     else:
         records = np.zeros((0, _N), dtype=np.float64)
 
@@ -339,17 +365,23 @@ def read_swf(
             raise SwfMachineSizeError(spath, "n_nodes=N")
 
     rep = SwfReport(lines=len(records) + malformed, malformed=malformed)
+    records_read = records
+    records, rep.partial_records = _fold_partials(spath, records, linenos)
     run = records[:, _RUN]
     submit = records[:, _SUBMIT]
     reqp = records[:, _REQP]
     alloc = records[:, _ALLOC]
     reqt = records[:, _REQT]
-    cancelled = run < 0
-    no_submit = ~cancelled & (submit < 0)
+    status = records[:, _STATUS]
+    cancelled = (status == 5) & (run <= 0)
+    no_run = ~cancelled & (run < 0)
+    no_submit = ~cancelled & ~no_run & (submit < 0)
     procs = np.where(reqp > 0, reqp, alloc)
-    no_procs = ~cancelled & ~no_submit & (procs <= 0)
-    keep = ~(cancelled | no_submit | no_procs)
+    no_procs = ~cancelled & ~no_run & ~no_submit & (procs <= 0)
+    keep = ~(cancelled | no_run | no_submit | no_procs)
     rep.cancelled = int(cancelled.sum())
+    rep.no_run_time = int(no_run.sum())
+    rep.cancelled_after_start = int((keep & (status == 5)).sum())
     rep.no_submit = int(no_submit.sum())
     rep.no_processors = int(no_procs.sum())
     rep.procs_from_allocated = int((keep & (reqp <= 0)).sum())
@@ -371,6 +403,9 @@ def read_swf(
     users = records[:, _USER].astype(np.int64).tolist()
     groups = records[:, _GROUP].astype(np.int64).tolist()
     queues = records[:, _QUEUE].astype(np.int64).tolist()
+    parts = records[:, _PART].astype(np.int64).tolist()
+    precs = records[:, _PREC].astype(np.int64).tolist()
+    thinks = records[:, _THINK].tolist()
     submit_l = submit.tolist()
     run_l = run.tolist()
     req_l = request.tolist()
@@ -383,13 +418,78 @@ def read_swf(
         job = Job.build(job_id=ids[i], job_size=procs_l[i], nodes=nodes_l[i], submit_time=submit_l[i],
                         request_time=req_l[i], run_time=run_l[i],
                         queue_name="" if q < 0 else queue_names.get(q, str(q)), user=users[i], group=groups[i],
-                        validate=False)
+                        partition=parts[i], preceding_job=precs[i], think_time=thinks[i], validate=False)
         if too_large_l[i]:
             job.status = JobStatus.REJECTED
             rejected.append(job)
         else:
             jobs.append(job)
-    return SwfTrace(spath, header, records, jobs, rejected, rep, int(n_nodes), cores_per_node)
+    return SwfTrace(spath, header, records_read, jobs, rejected, rep, int(n_nodes), cores_per_node)
+
+
+_PARTIAL = (2.0, 3.0, 4.0)
+
+
+def _fold_partials(path: str, records: np.ndarray, linenos: list[int]) -> tuple[np.ndarray, int]:
+    """One row per job: the partial-execution lines of a job folded into it (see the
+    module docstring); returns (rows, part lines folded). Raises :class:`SwfError` with the
+    line numbers of contradicting lines."""
+    ids = records[:, _JOB]
+    if len(ids) == 0:
+        return records, 0
+    partial = np.isin(records[:, _STATUS], _PARTIAL)
+    uniq, counts = np.unique(ids, return_counts=True)
+    if not partial.any() and (counts == 1).all():
+        return records, 0  # the common case: one line per job
+    records = records.copy()  # the rows as read stay in SwfTrace.records
+    repeated = set(uniq[counts > 1].tolist()) | set(ids[partial].tolist())
+    rows: dict[float, list[int]] = {}
+    for i in np.flatnonzero(np.isin(ids, list(repeated))).tolist():
+        rows.setdefault(float(ids[i]), []).append(i)
+    drop: list[int] = []
+    folded = 0
+    for jid, idx in rows.items():
+        job = int(jid)
+        summary = [i for i in idx if not partial[i]]
+        part_rows = [i for i in idx if partial[i]]
+        if len(summary) > 1:
+            a, b = (linenos[i] for i in summary[:2])
+            raise SwfError(path, b, f"job {job} is also on line {a}, and neither line is a partial-execution "
+                                    "record (status 2, 3 or 4): a job number names one job")
+        for field, what in ((_SUBMIT, "submit time"), (_REQP, "requested processors"), (_USER, "user")):
+            vals = {records[i, field] for i in idx}
+            if len(vals) > 1:
+                first = idx[0]
+                other = next(i for i in idx if records[i, field] != records[first, field])
+                raise SwfError(path, linenos[other],
+                               f"job {job}: {what} {_fmt(records[other, field])} contradicts "
+                               f"{_fmt(records[first, field])} on line {linenos[first]} (lines of one job, "
+                               "its partial executions included, must agree)")
+        for k, i in enumerate(part_rows[:-1]):
+            if records[i, _STATUS] != 2.0:
+                raise SwfError(path, linenos[part_rows[k + 1]],
+                               f"job {job}: line {linenos[i]} is its last partial execution "
+                               f"(status {int(records[i, _STATUS])}) but this line continues it")
+        folded += len(part_rows)
+        if summary:
+            drop.extend(part_rows)
+            continue
+        # No summary line: the first part stands for the job, with the parts' total run time.
+        first = part_rows[0]
+        runs = records[part_rows, _RUN]
+        records[first, _RUN] = float(runs[runs > 0].sum()) if (runs >= 0).any() else -1.0
+        records[first, _STATUS] = 1.0 if records[part_rows[-1], _STATUS] == 3.0 else 0.0
+        drop.extend(part_rows[1:])
+        folded -= 1
+    if not drop:
+        return records, folded
+    keep = np.ones(len(records), dtype=bool)
+    keep[drop] = False
+    return records[keep], folded
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
 def write_swf(
@@ -430,7 +530,8 @@ def write_swf(
         if j.start_time is not None and j.end_time is not None:
             run = j.end_time - j.start_time
         fields = (j.job_id, _num(j.submit_time), _num(wait), _num(run), j.job_size, -1, -1,
-                  j.job_size, _num(j.request_time), -1, status, j.user, j.group, -1, -1, -1, -1, -1)
+                  j.job_size, _num(j.request_time), -1, status, j.user, j.group, -1, -1, j.partition,
+                  j.preceding_job, _num(j.think_time))
         out.write(" ".join(str(f) for f in fields) + "\n")
         n += 1
     data = out.getvalue().encode()

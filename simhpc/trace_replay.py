@@ -48,8 +48,12 @@ def _toml(res: ReplayResult) -> str:
         ("trace", res.trace), ("nodes", m.n_nodes), ("cores_per_node", m.cores_per_node),
         ("machine", m.name), ("allocator", res.allocator), ("order", res.order),
         ("backfill", res.backfill), ("kill_overrun", res.kill_overrun),
-        ("tau", res.tau), ("load_factor", res.load_factor),
+        ("tau", res.tau), ("load_factor", res.load_factor), ("estimate", res.estimate),
     ]
+    if res.estimate_options:
+        items.append(("estimate_options", res.estimate_options))
+    if res.backfill_options:
+        items.append(("backfill_options", res.backfill_options))
     if res.trim.active:
         t = res.trim
         items += [("skip_first", t.skip_first), ("skip_last", t.skip_last)]
@@ -58,8 +62,15 @@ def _toml(res: ReplayResult) -> str:
             items.append(("window", f"{a!r}:{'' if b == float('inf') else repr(b)}"))
     lines = ["[replay]"]
     for k, v in items:
-        lines.append(f"{k} = {'true' if v is True else 'false' if v is False else json.dumps(v)}")
+        lines.append(f"{k} = {_toml_value(v)}")
     return "\n".join(lines) + "\n"
+
+
+def _toml_value(v: Any) -> str:
+    """A TOML value: booleans, numbers and strings, and tables of them written inline."""
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    return "true" if v is True else "false" if v is False else json.dumps(v)
 
 
 def replay_results(res: ReplayResult, *, seed: int = 0, name: str | None = None) -> Results:

@@ -16,6 +16,7 @@ HELP = "replay an SWF workload trace through a scheduler and print its metrics"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from scheduler.allocators import ALLOCATORS
     from scheduler.backfill import BACKFILLS
+    from scheduler.estimates import ESTIMATES
     from scheduler.ordering import ORDERINGS
 
     parser.add_argument("trace", metavar="TRACE", help="an SWF trace (.swf or .swf.gz), or builtin:NAME for a trace shipped with simhpc")
@@ -31,6 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"queue ordering: {'|'.join(ORDERINGS)} (default fcfs)")
     parser.add_argument("--backfill", default="easy", metavar="POLICY",
                         help=f"reservation/backfill: {'|'.join(BACKFILLS)} (default easy)")
+    parser.add_argument("--backfill-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a backfill option (repeatable), e.g. depth=4 (reservations kept by easy and easy-sjbf)")
+    parser.add_argument("--estimate", default="user", metavar="MODEL",
+                        help=f"runtime estimates the scheduler plans with: {'|'.join(ESTIMATES)} (default user: the "
+                             "trace's request; kills stay at the request)")
+    parser.add_argument("--estimate-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an estimate model option (repeatable), e.g. f=1 (fmodel) or history=3 (recent)")
     parser.add_argument("--no-kill", action="store_true",
                         help="let jobs run past their requested time instead of killing them")
     parser.add_argument("--strict", action="store_true",
@@ -72,6 +80,10 @@ def _fmt_time(seconds: float | None) -> str:
     if seconds < 172800:
         return f"{seconds / 3600:.4g} h"
     return f"{seconds / 86400:.4g} d"
+
+
+def _opts(options: dict[str, Any]) -> str:
+    return "(" + ", ".join(f"{k}={v}" for k, v in options.items()) + ")" if options else ""
 
 
 def parse_options(items: list[str], flag: str) -> dict[str, Any]:
@@ -123,6 +135,9 @@ def run(args: argparse.Namespace) -> int:
             skip_malformed=args.skip_malformed,
             limit=args.limit,
             allocator_options=parse_options(args.allocator_option, "--allocator-option"),
+            backfill_options=parse_options(args.backfill_option, "--backfill-option"),
+            estimate=args.estimate,
+            estimate_options=parse_options(args.estimate_option, "--estimate-option"),
             tau=parse_time(args.tau, what="--tau"),
             load_factor=args.load_factor,
             skip_first=args.skip_first,
@@ -138,7 +153,10 @@ def run(args: argparse.Namespace) -> int:
     rows: list[list[Any]] = [
         ["trace", s["trace"]],
         ["machine", f"{s['nodes']} nodes x {s['cores_per_node']} core(s)" + (f" ({s['machine']})" if s["machine"] else "")],
-        ["scheduler", f"order={s['order']} backfill={s['backfill']} allocator={s['allocator']}"],
+        ["scheduler", f"order={s['order']} backfill={s['backfill']}{_opts(s['backfill_options'])} "
+                      f"allocator={s['allocator']}"],
+        ["estimates", f"{s['estimate']}{_opts(s['estimate_options'])}, "
+                      + ("kills at the request" if s["kill_overrun"] else "no kills")],
         ["jobs run", s["jobs"]],
         ["rejected", s["rejected"]],
         ["not simulated", reasons_text(s["rejected_by_reason"])],

@@ -50,6 +50,10 @@ def job_columns(jobs: list[Job], *, topology: Any = None, positions: Any = None)
     cols["kill_reason"] = np.asarray(table.kill_reason, dtype=object)
     cols["queue"] = np.array([j.queue_name for j in jobs], dtype=object)
     cols["app"] = np.array([j.app_name for j in jobs], dtype=object)
+    cols["estimate"] = np.array([np.nan if j.estimate is None else j.estimate for j in jobs], dtype=np.float64)
+    cols["partition"] = np.array([j.partition for j in jobs], dtype=np.int64)
+    cols["preceding_job"] = np.array([j.preceding_job for j in jobs], dtype=np.int64)
+    cols["think_time"] = np.array([j.think_time for j in jobs], dtype=np.float64)
     row = {j.job_id: i for i, j in enumerate(jobs)}
     if topology is not None:
         from scheduler.allocators.metrics import allocation_metrics

@@ -314,6 +314,7 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
 
     from scheduler.allocators import make_allocator
     from scheduler.backfill import make_backfill
+    from scheduler.estimates import make_estimate
     from scheduler.lifecycle import SchedulerEntity
     from scheduler.ordering import make_ordering
 
@@ -359,6 +360,7 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
         alloc = make_allocator(sc.allocator, n_nodes=machine.n_nodes, topology=topo, seed=exp.seed, **dict(sc.allocator_options))
         pol = make_ordering(sc.order, n_nodes=machine.n_nodes, **dict(sc.order_options))
         bf = make_backfill(sc.backfill, **dict(sc.backfill_options))
+        est = make_estimate(sc.estimate, **dict(sc.estimate_options))
     except UserError as exc:
         raise ConfigError(f"scheduler: {exc}") from None
     span = (max((j.submit_time for j in jobs), default=0.0) - min((j.submit_time for j in jobs), default=0.0))
@@ -370,7 +372,7 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     else:
         sim.add_entity(_Idle, name="progress", rank=0)
     sched = sim.add_entity(SchedulerEntity, name="scheduler", rank=0, jobs=jobs, allocator=alloc, ordering=pol,
-                           backfill=bf, runner=runner, kill_overrun=sc.kill_overrun)
+                           backfill=bf, runner=runner, kill_overrun=sc.kill_overrun, estimate=est)
     if observer is not None:
         observer.attach(sim, net, mgr)
         # Reserved links of app jobs (link-reserving allocators), filled as jobs start.

@@ -515,7 +515,9 @@ class SchedulerSpec:
     of ``size`` processes needs; ``ideal_baseline`` runs every app job again alone on the
     ideal network on the same nodes after the main run (the ``ideal_run`` column), and
     ``alone_baseline`` alone on the experiment's own network model (``alone_run``: what its
-    neighbours cost it).
+    neighbours cost it). ``estimate`` names the runtime estimate model the scheduler plans
+    with (:mod:`scheduler.estimates`: ``user``, the request, by default), with
+    ``estimate_options``.
     """
 
     order: str = "fcfs"
@@ -524,6 +526,8 @@ class SchedulerSpec:
     allocator_options: Mapping[str, Any] = field(default_factory=dict)
     order_options: Mapping[str, Any] = field(default_factory=dict)
     backfill_options: Mapping[str, Any] = field(default_factory=dict)
+    estimate: str = "user"
+    estimate_options: Mapping[str, Any] = field(default_factory=dict)
     kill_overrun: bool = True
     ranks_per_node: int | None = None
     mapping: str = "block"
@@ -535,18 +539,26 @@ class SchedulerSpec:
     def __post_init__(self) -> None:
         from scheduler.allocators import ALLOCATORS
         from scheduler.backfill import BACKFILLS
+        from scheduler.estimates import ESTIMATES
         from scheduler.ordering import ORDERINGS
 
         _name("scheduler.order", self.order, ORDERINGS)
         _name("scheduler.backfill", self.backfill, BACKFILLS)
+        _name("scheduler.estimate", self.estimate, ESTIMATES)
         _name("scheduler.allocator", self.allocator, ALLOCATORS)
         _name("scheduler.mapping", self.mapping, MAPPINGS)
-        for k in ("allocator_options", "order_options", "backfill_options", "algorithms"):
+        for k in ("allocator_options", "order_options", "backfill_options", "estimate_options", "algorithms"):
             if not isinstance(getattr(self, k), Mapping):
                 raise ConfigError(f"scheduler.{k}: must be a table, got {getattr(self, k)!r}")
         for k in ("kill_overrun", "ideal_baseline", "alone_baseline"):
             if not isinstance(getattr(self, k), bool):
                 raise ConfigError(f"scheduler.{k}: must be true or false, got {getattr(self, k)!r}")
+        from scheduler.estimates import make_estimate
+
+        try:
+            make_estimate(self.estimate, **dict(self.estimate_options))
+        except UserError as exc:
+            raise ConfigError(f"scheduler.estimate_options: {exc}") from None
         if self.ranks_per_node is not None:
             _int("scheduler.ranks_per_node", self.ranks_per_node, 1)
         from apps.node import MpiOptions, whole_bytes
@@ -561,7 +573,7 @@ class SchedulerSpec:
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
-        for k in ("allocator_options", "order_options", "backfill_options", "algorithms"):
+        for k in ("allocator_options", "order_options", "backfill_options", "estimate_options", "algorithms"):
             d[k] = _lists(dict(d[k]))
             if not d[k]:
                 del d[k]

@@ -424,15 +424,15 @@ def read_results(path: str | os.PathLike[str]) -> Results:
 #: Job columns added after version 1 (read as NaN from files written before them):
 #: ``app_run`` by schema version 2, ``alone_run`` later within version 2 (an extra column
 #: that older readers ignore).
-_ADDED_LATER = ("app_run", "alone_run")
+_ADDED_LATER = ("app_run", "alone_run", "estimate", "partition", "preceding_job", "think_time")
 
 
 def _read_jobs(g: Any, path: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     jobs: dict[str, np.ndarray] = {}
     for name, (dtype, _, _) in JOB_COLUMNS.items():
         if name not in g and name in _ADDED_LATER and NODES_PTR in g:
-            # A file written before the column existed.
-            jobs[name] = np.full(len(g[NODES_PTR]) - 1, np.nan)
+            # A file written before the column existed: unknown (NaN, or -1 for counts).
+            jobs[name] = np.full(len(g[NODES_PTR]) - 1, np.nan if dtype == "float64" else -1, dtype=dtype)
             continue
         if name not in g:
             raise ResultsFileError(path, f"damaged or incomplete results file (no /jobs/{name})")

@@ -40,6 +40,11 @@ JOB_COLUMNS: dict[str, tuple[str, str, str]] = {
     "run": ("float64", "s", "emergent runtime: end - start"),
     "trace_run": ("float64", "s", "run time from the trace or generator (the timekeeper's runtime)"),
     "request": ("float64", "s", "requested wall time"),
+    "estimate": ("float64", "s", "the run time the scheduler planned with (the run's estimate model; NaN: never "
+                 "submitted)"),
+    "partition": ("int64", "", "SWF field 16: partition number (-1 unknown)"),
+    "preceding_job": ("int64", "", "SWF field 17: the job this one depends on (-1 none)"),
+    "think_time": ("float64", "s", "SWF field 18: think time after the preceding job (-1 none)"),
     "slowdown": ("float64", "", "response / run (NaN for zero run time)"),
     "bounded_slowdown": ("float64", "", "max(response / max(run, tau), 1); tau is /system/tau (10 s by default)"),
     "app_run": ("float64", "s", "the app's own runtime: from its ranks' start to its last rank's end (run less "
@@ -67,7 +72,8 @@ JOB_COLUMNS: dict[str, tuple[str, str, str]] = {
 REJECT_REASONS: dict[str, str] = {
     "larger_than_machine": "larger than the machine (more nodes than it has)",
     "allocator_cannot_place": "fits the machine's node count but never its allocator's shapes",
-    "cancelled": "cancelled in the trace (run time -1)",
+    "cancelled": "cancelled in the trace before it started (status 5)",
+    "no_run_time": "no run time in the trace (run time -1)",
     "no_submit_time": "no submit time in the trace",
     "no_processors": "no processor count in the trace",
     "malformed": "malformed trace line (skipped)",

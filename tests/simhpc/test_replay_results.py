@@ -137,7 +137,7 @@ def test_a_trace_job_that_fits_the_machine_runs_whatever_the_header_says(tmp_pat
     assert "1 larger than the machine" in printed and "1 cancelled in the trace" in printed
     assert main(["show", str(out)]) == 0
     shown = capsys.readouterr().out
-    assert "1 larger than the machine" in shown and "1 cancelled in the trace (run time -1)" in shown
+    assert "1 larger than the machine" in shown and "1 cancelled in the trace before it started (status 5)" in shown
 
 
 def test_default_kind_of_run_counts_nothing_as_rejected():

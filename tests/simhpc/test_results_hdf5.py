@@ -126,7 +126,7 @@ def test_round_trip_exact(tmp_path, res):
 def test_round_trip_without_network_and_with_extras(tmp_path):
     r = fabricate(links=False, ideal=False)
     r.jobs["priority"] = np.arange(r.n_jobs, dtype=np.float32)
-    r.jobs["partition"] = np.array(["p%d" % (i % 3) for i in range(r.n_jobs)], dtype=object)
+    r.jobs["site"] = np.array(["p%d" % (i % 3) for i in range(r.n_jobs)], dtype=object)
     r.series["power_samples"] = np.linspace(0, 1, 7)
     r.run.update(ratios=(1, 2, 3), names=["a", "\u00e9"], mixed=[1, 2.5], table=[{"rank": 0}], empty=[],
                  matrix=np.eye(2, dtype=np.int32), nan=float("nan"), flag=np.bool_(True), count=np.int32(7))
@@ -134,7 +134,7 @@ def test_round_trip_without_network_and_with_extras(tmp_path):
     back = read_results(write_results(r, tmp_path / "r.h5"))
     assert back.links is None and back.network == {}
     assert results_diff(r, back, ignore=()) == []
-    assert back.jobs["priority"].dtype == np.float32 and back.jobs["partition"].tolist() == r.jobs["partition"].tolist()
+    assert back.jobs["priority"].dtype == np.float32 and back.jobs["site"].tolist() == r.jobs["site"].tolist()
     assert back.run["ratios"] == (1, 2, 3) and back.run["names"] == ["a", "\u00e9"]
     assert back.run["mixed"] == [1, 2.5] and type(back.run["mixed"][0]) is int  # kept as JSON, not promoted
     assert back.run["table"] == [{"rank": 0}] and back.run["empty"] == []
