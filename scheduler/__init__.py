@@ -3,7 +3,7 @@ backfilling, node allocators, the job lifecycle, scheduling metrics and the repl
 
 The main names are available from the package itself (imported on first use, so that the
 command line starts fast): ``Job``, ``read_swf``, ``SyntheticWorkload``, ``make_ordering``,
-``make_backfill``, ``make_allocator``, ``SchedulerEntity``, ``simulate``, ``replay``, ...
+``make_backfill``, ``make_estimate``, ``make_allocator``, ``SchedulerEntity``, ``simulate``, ``replay``, ...
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ _EXPORTS = {
     "BackfillPolicy": "backfill",
     "BACKFILLS": "backfill",
     "make_backfill": "backfill",
+    "EstimateModel": "estimates",
+    "ESTIMATES": "estimates",
+    "make_estimate": "estimates",
     "AllocState": "allocators",
     "Allocator": "allocators",
     "ALLOCATORS": "allocators",

@@ -197,7 +197,7 @@ class ExternalPolicy(BackfillPolicy):
             size = job.nodes
             if size > free:
                 continue
-            if now + job.request_time <= shadow:
+            if now + job.estimate <= shadow:
                 nodes = alloc.select(job, state)
                 if nodes is not None:
                     sched.start_job(job, nodes)
