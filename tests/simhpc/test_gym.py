@@ -185,3 +185,14 @@ def test_example_training_beats_fcfs_at_a_small_size(capsys):
     assert json.loads(last)["bsld"] == out["bsld"]
     assert out["bsld"]["learned"] < out["bsld"]["fcfs"]
     assert len(out["weights"]) == len(mod.JOB_FEATURES) + 1
+
+
+def test_docs_quick_start_runs():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "gym.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", doc, flags=re.S)[0]
+    ns: dict = {}
+    exec(compile(code, "docs/gym.md", "exec"), ns)
+    assert ns["done"] and ns["info"]["mean_bounded_slowdown"] >= 1.0
