@@ -181,8 +181,8 @@ class MpiShared:
     def __init__(self, node_model: NodeModel):
         self.node_model = node_model
         self.groups: dict[tuple[int, int], dict[Any, tuple[int, ...]]] = {}
-        #: (job, key) -> a value the job's ranks share (:meth:`apps.mpi.Comm.job_cache`).
-        self.cache: dict[tuple[int, Any], Any] = {}
+        #: key -> a value the ranks of this process share (:meth:`apps.mpi.Comm.shared_cache`).
+        self.cache: dict[Any, Any] = {}
         #: The run's trace recorder (:class:`apps.otf2trace.record.Recorder`), None when the
         #: run records no trace: ranks then run on plain communicators, at no cost.
         self.recorder: Any = None

@@ -472,15 +472,14 @@ class Comm:
         ctx = _derive_ctx(self._ep.world._ctx, 0, f"group:{key}")
         return self._comm_cls(self._ep, ranks.index(w), len(ranks), ranks, ctx, name or f"group({key})")
 
-    def job_cache(self, key: Any, make: Any) -> Any:
-        """A read-only value shared by the job's ranks in this simulation process: ``make()``
-        runs for the first rank that asks for ``key`` (e.g. a parsed trace), the others get
-        its result."""
+    def shared_cache(self, key: Any, make: Any) -> Any:
+        """A read-only value shared by all ranks of all jobs in this simulation process:
+        ``make()`` runs for the first rank that asks for ``key`` (e.g. a parsed trace that
+        several jobs replay), the others get its result."""
         cache = self._ep.node.shared.cache
-        ck = (self._ep.job, key)
-        v = cache.get(ck)
+        v = cache.get(key)
         if v is None:
-            v = cache[ck] = make()
+            v = cache[key] = make()
         return v
 
     def _new_ctx(self, what: str) -> int:

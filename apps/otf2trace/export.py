@@ -35,6 +35,8 @@ TIMER_RESOLUTION = 10 ** 12
 #: The class name of a job's system tree node.
 JOB_CLASS = "simhpc job"
 _UNDEF32 = 0xFFFFFFFF
+#: Chunk size of the written archives' event and definition files (OTF2's smallest).
+_CHUNK = 256 * 1024
 
 #: simhpc collective -> (OTF2 CollectiveOp name, region role name).
 _COLL_OPS = {
@@ -98,7 +100,11 @@ def write_otf2(path: str | os.PathLike, recorded: dict[str, Any], *, machine: st
     ranks = recorded["ranks"]
     jobs = {j["job"]: j for j in recorded["jobs"]}
     n_calls = n_events = 0
-    with otf2.writer.open(path, timer_resolution=TIMER_RESOLUTION) as trace:
+    # Small chunks: a reader allocates one chunk per location for its events and one for its
+    # (here empty) local definitions; with the defaults (1 and 4 MiB) that dominated reading
+    # a trace of many ranks.
+    with otf2.writer.open(path, timer_resolution=TIMER_RESOLUTION, chunk_size_events=_CHUNK,
+                          chunk_size_definitions=_CHUNK) as trace:
         trace.creator = "simhpc"
         trace.description = f"simulated run on {machine}"
         d = trace.definitions

@@ -60,7 +60,8 @@ def otf2_app(mpi: Any, *, trace: Any, compute_scale: Any = 1.0, job: Any = None)
     trace's timestamps times ``compute_scale``; ``job`` picks a job of a simhpc trace."""
     path = os.path.abspath(os.fspath(trace))
     scale = float(compute_scale)
-    tr = mpi.job_cache(("otf2", path, job, scale), lambda: load_trace(path, job=job, compute_scale=scale))
+    # Read once per simulation process: every rank of every job replaying this trace shares it.
+    tr = mpi.shared_cache(("otf2", path, job, scale), lambda: load_trace(path, job=job, compute_scale=scale))
     if tr.ranks != mpi.size:
         raise ValueError(f"the trace {path!r} has {tr.ranks} ranks, the job {mpi.size}")
     w = mpi.world_rank

@@ -178,7 +178,7 @@ def load_trace(path: str | os.PathLike, *, job: int | None = None, compute_scale
         res = float(defs.clock_properties.timer_resolution)
         locs = _mpi_locations(defs, p, job)
         rank_of = {loc: i for i, loc in enumerate(locs)}
-        comm_index: dict[Any, int] = {}
+        comm_index: dict[int, int] = {}
         comms: list[tuple[int, ...]] = []
         names: list[str] = []
         for c in defs.comms:
@@ -189,102 +189,193 @@ def load_trace(path: str | os.PathLike, *, job: int | None = None, compute_scale
             ws = tuple(rank_of.get(m, -1) for m in members)
             if not ws or any(w < 0 for w in ws):
                 continue  # another job's, or not a group of this job's MPI locations
-            comm_index[c] = len(comms)
+            comm_index[_ref(c)] = len(comms)
             comms.append(ws)
             names.append(str(c.name))
-        builders = [_Rank(i, loc, res, compute_scale, comm_index, comms, p) for i, loc in enumerate(locs)]
-        mpi_regions: dict[Any, bool] = {}
-        for r in defs.regions:
-            mpi_regions[r] = r.paradigm == Paradigm.MPI or str(r.name).startswith("MPI_")
-        by_loc = {loc: b for loc, b in zip(locs, builders)}
+        regions = {_ref(r): (r.paradigm == Paradigm.MPI or str(r.name).startswith("MPI_"), str(r.name))
+                   for r in defs.regions}
+        builders = {_ref(loc): _Rank(i, str(loc.name), res, compute_scale, comm_index, comms, names, regions, p)
+                    for i, loc in enumerate(locs)}
         skipped: dict[str, int] = {}
-        n = 0
-        for loc, ev in tr.events(locs):
-            n += 1
-            by_loc[loc].record(ev, mpi_regions, skipped)
-    programs = [b.finish() for b in builders]
+        n = _read_records(tr, [_ref(loc) for loc in locs], builders, skipped)
+    programs = [b.finish() for b in builders.values()]
     return ReplayTrace(path=p, ranks=len(locs), programs=programs, comms=comms, comm_names=names,
                        skipped=skipped, records=n)
 
 
-class _Rank:
-    """Turns one location's records into its program."""
+def _ref(d: Any) -> int:
+    """The id of an OTF2 definition (the bindings keep it as ``_ref``; event records name
+    definitions by it)."""
+    return d._ref
 
-    def __init__(self, rank: int, loc: Any, res: float, scale: float, comm_index: dict[Any, int],
-                 comms: list[tuple[int, ...]], path: str):
+
+#: Records read per call of the library (a batch is handed to the ranks' builders).
+_BATCH = 65536
+
+
+def _read_records(tr: Any, locs: list[int], builders: dict[int, "_Rank"], skipped: dict[str, int]) -> int:
+    """Read the events of ``locs`` in time order, handing each record to its location's
+    builder as ``(kind, time, args)``; returns how many were read.
+
+    The bindings' own event iterator makes an object per record (its event and attribute
+    list); replay needs only the fields, so the library calls plain callbacks that append
+    ``(location, kind, time, args)`` to a list: about three times faster.
+    """
+    import ctypes
+    import importlib
+
+    import _otf2
+    from _otf2.Config import conf
+
+    gcb = importlib.import_module("_otf2.GlobalEvtReaderCallbacks")
+
+    h = tr.handle
+    for loc in locs:
+        _otf2.Reader_SelectLocation(h, loc)
+    defs_open = True
+    try:
+        _otf2.Reader_OpenDefFiles(h)
+    except _otf2.Error:
+        defs_open = False  # a trace without local definitions
+    try:
+        _otf2.Reader_OpenEvtFiles(h)
+    except _otf2.Error:
+        pass
+    for loc in locs:
+        if defs_open:
+            dr = _otf2.Reader_GetDefReader(h, loc)
+            if dr:
+                _otf2.Reader_ReadAllLocalDefinitions(h, dr)
+                _otf2.Reader_CloseDefReader(h, dr)
+        _otf2.Reader_GetEvtReader(h, loc)
+    if defs_open:
+        _otf2.Reader_CloseDefFiles(h)
+    greader = _otf2.Reader_GetGlobalEvtReader(h)
+    buf: list[tuple] = []
+    app = buf.append
+    keep = []  # the callbacks must outlive the reading
+
+    def make(kind: str) -> Any:
+        def cb(loc: int, time: int, _ud: Any, _al: Any, *args: Any) -> int:
+            app((loc, kind, time, args))
+            return 0
+        return cb
+
+    cbs = _otf2.GlobalEvtReaderCallbacks_New()
+    try:
+        prefix = "_GlobalEvtReaderCallback_FP_"
+        for name in dir(gcb):
+            if not name.startswith(prefix):
+                continue
+            kind = name[len(prefix):]
+            setter = getattr(conf.lib, f"OTF2_GlobalEvtReaderCallbacks_Set{kind}Callback", None)
+            if setter is None:
+                continue
+            fp_type = getattr(gcb, name)
+            setter.argtypes = [ctypes.POINTER(gcb.GlobalEvtReaderCallbacks), fp_type]
+            fp = fp_type(make(kind))
+            keep.append(fp)
+            setter(cbs, fp)
+        _otf2.GlobalEvtReader_SetCallbacks(greader, cbs, None)
+    finally:
+        _otf2.GlobalEvtReaderCallbacks_Delete(cbs)
+    n = 0
+    try:
+        while True:
+            got = _otf2.GlobalEvtReader_ReadEvents(greader, _BATCH)
+            n += len(buf)
+            for loc, kind, time, args in buf:
+                builders[loc].record(kind, time, args, skipped)
+            buf.clear()
+            if got < _BATCH:
+                break
+    finally:
+        _otf2.Reader_CloseGlobalEvtReader(h, greader)
+        _otf2.Reader_CloseEvtFiles(h)
+    return n
+
+
+class _Rank:
+    """Turns one location's records ``(kind, time, args)`` into its program."""
+
+    def __init__(self, rank: int, name: str, res: float, scale: float, comm_index: dict[int, int],
+                 comms: list[tuple[int, ...]], names: list[str], regions: dict[int, tuple[bool, str]], path: str):
         self.rank = rank
-        self.loc = loc
+        self.names = names
+        self.name = name
         self.res = res
         self.scale = scale
         self.comm_index = comm_index
         self.comms = comms
+        self.regions = regions
         self.path = path
         self.ops: list[tuple] = []
         self.first: int | None = None
         self.last_end: int | None = None  # the end of the last MPI call (ticks)
         self.last_time = 0
         self.depth = 0  # MPI regions open
-        self.region: Any = None  # the outermost open MPI region
+        self.region = ""  # the outermost open MPI region
         self.items: list[tuple] = []  # the open call's records
         self.reqs: dict[int, int] = {}  # trace request id -> our request number
         self.irecv_at: dict[int, int] = {}  # trace request id of a posted receive -> its op index
         self.next_req = 0
 
     # -- errors --------------------------------------------------------------------------------
-    def error(self, ev: Any, what: str) -> TraceError:
-        t = ev.time / self.res
-        return TraceError(f"trace {self.path!r}: location {self.loc.name!r} (rank {self.rank}): record "
-                          f"{type(ev).__name__} at t={t:.9g} s: {what}")
+    def error(self, kind: str, time: int, what: str) -> TraceError:
+        return TraceError(f"trace {self.path!r}: location {self.name!r} (rank {self.rank}): record "
+                          f"{kind} at t={time / self.res:.9g} s: {what}")
 
-    def comm(self, ev: Any, c: Any, peer: int | None = None) -> int:
+    def comm(self, e: tuple, c: int, peer: int | None = None) -> int:
         i = self.comm_index.get(c)
         if i is None:
-            raise self.error(ev, f"communicator {getattr(c, 'name', c)!r} is not a communicator of this job's ranks")
+            raise self.error(e[0], e[1], f"communicator #{c} is not a communicator of this job's ranks")
         if peer is not None and not 0 <= peer < len(self.comms[i]):
-            raise self.error(ev, f"rank {peer} is not a rank of communicator {getattr(c, 'name', c)!r} "
-                                 f"(size {len(self.comms[i])})")
+            raise self.error(e[0], e[1], f"rank {peer} is not a rank of communicator {self.comm_name(i)!r} "
+                                         f"(size {len(self.comms[i])})")
         return i
 
+    def comm_name(self, i: int) -> str:
+        return self.names[i]
+
     # -- records -------------------------------------------------------------------------------
-    def record(self, ev: Any, mpi_regions: dict[Any, bool], skipped: dict[str, int]) -> None:
-        t = ev.time
+    def record(self, kind: str, t: int, args: tuple, skipped: dict[str, int]) -> None:
         if self.first is None:
             self.first = t
         if t > self.last_time:
             self.last_time = t
-        kind = type(ev).__name__
-        if kind == "Enter":
-            if mpi_regions.get(ev.region, False):
+        if kind == "Enter" or kind == "Leave":
+            is_mpi, name = self.regions.get(args[0], (False, ""))
+            if not is_mpi:
+                return
+            if kind == "Enter":
                 if self.depth == 0:
                     self.begin_call(t)
-                    self.region = ev.region
+                    self.region = name
                 self.depth += 1
-            return
-        if kind == "Leave":
-            if mpi_regions.get(ev.region, False):
-                if self.depth == 0:
-                    raise self.error(ev, f"leaves MPI region {ev.region.name!r}, which it did not enter")
-                self.depth -= 1
-                if self.depth == 0:
-                    self.end_call(t, self.region.name)
+                return
+            if self.depth == 0:
+                raise self.error(kind, t, f"leaves MPI region {name!r}, which it did not enter")
+            self.depth -= 1
+            if self.depth == 0:
+                self.end_call(t, self.region)
             return
         if kind.startswith("Mpi"):
             if kind in _UNSUPPORTED:
-                raise self.error(ev, f"{_UNSUPPORTED[kind]}, which the otf2 app does not replay")
+                raise self.error(kind, t, f"{_UNSUPPORTED[kind]}, which the otf2 app does not replay")
             if kind == "MpiCollectiveBegin":
                 return
-            if kind in ("MpiProbe", "MpiIprobe"):
+            if kind == "MpiProbe" or kind == "MpiIprobe":
                 skipped[kind] = skipped.get(kind, 0) + 1
                 return
             if self.depth == 0:  # a record outside any MPI region is a call of its own
                 self.begin_call(t)
-                self.items.append(ev)
+                self.items.append((kind, t, args))
                 self.end_call(t, "")
             else:
-                self.items.append(ev)
+                self.items.append((kind, t, args))
             return
         if kind.startswith(_RMA_PREFIX):
-            raise self.error(ev, "one-sided MPI (RMA), which the otf2 app does not replay")
+            raise self.error(kind, t, "one-sided MPI (RMA), which the otf2 app does not replay")
         skipped[kind] = skipped.get(kind, 0) + 1
 
     def begin_call(self, t: int) -> None:
@@ -302,60 +393,66 @@ class _Rank:
         if not items:
             return
         ops = self.ops
-        kinds = [type(e).__name__ for e in items]
-        if kinds == ["MpiSend"]:
-            e = items[0]
-            ops.append((SEND, self.comm(e, e.communicator, e.receiver), e.receiver, e.msg_length, e.msg_tag))
-            return
-        if kinds == ["MpiRecv"]:
-            e = items[0]
-            ops.append((RECV, self.comm(e, e.communicator, e.sender), e.sender, e.msg_tag))
-            return
-        if sorted(kinds) == ["MpiRecv", "MpiSend"]:
-            s, r = (items[0], items[1]) if kinds[0] == "MpiSend" else (items[1], items[0])
-            cs = self.comm(s, s.communicator, s.receiver)
-            cr = self.comm(r, r.communicator, r.sender)
-            if cs == cr:
-                ops.append((SENDRECV, cs, s.receiver, s.msg_length, s.msg_tag, r.sender, r.msg_tag))
+        comm = self.comm
+        if len(items) <= 2:
+            kinds = [e[0] for e in items]
+            if kinds == ["MpiSend"]:
+                e = items[0]
+                a = e[2]
+                ops.append((SEND, comm(e, a[1], a[0]), a[0], a[3], a[2]))
                 return
+            if kinds == ["MpiRecv"]:
+                e = items[0]
+                a = e[2]
+                ops.append((RECV, comm(e, a[1], a[0]), a[0], a[2]))
+                return
+            if sorted(kinds) == ["MpiRecv", "MpiSend"]:
+                s, r = (items[0], items[1]) if kinds[0] == "MpiSend" else (items[1], items[0])
+                sa, ra = s[2], r[2]
+                cs = comm(s, sa[1], sa[0])
+                cr = comm(r, ra[1], ra[0])
+                if cs == cr:
+                    ops.append((SENDRECV, cs, sa[0], sa[3], sa[2], ra[0], ra[2]))
+                    return
         wait: list[int] = []
+        reqs = self.reqs
         for e in items:
-            k = type(e).__name__
-            if k == "MpiSend":
+            k, a = e[0], e[2]
+            if k == "MpiIsend":
+                if a[4] in reqs:
+                    raise self.error(k, e[1], f"starts request {a[4]}, which is still pending")
+                q = reqs[a[4]] = self.new_req()
+                ops.append((ISEND, comm(e, a[1], a[0]), a[0], a[3], a[2], q))
+            elif k == "MpiIrecvRequest":
+                if a[0] in reqs:
+                    raise self.error(k, e[1], f"starts request {a[0]}, which is still pending")
+                q = reqs[a[0]] = self.new_req()
+                self.irecv_at[a[0]] = len(ops)
+                ops.append((IRECV, -1, -1, -1, q))  # source and tag come with its completion
+            elif k == "MpiIsendComplete":
+                q = reqs.pop(a[0], None)
+                if q is None or a[0] in self.irecv_at:
+                    raise self.error(k, e[1], f"completes send request {a[0]}, which no MpiIsend started")
+                wait.append(q)
+            elif k == "MpiIrecv":
+                q = reqs.pop(a[4], None)
+                at = self.irecv_at.pop(a[4], None)
+                if q is None or at is None:
+                    raise self.error(k, e[1], f"completes receive request {a[4]}, which no MpiIrecvRequest started")
+                ops[at] = (IRECV, comm(e, a[1], a[0]), a[0], a[2], q)
+                wait.append(q)
+            elif k == "MpiSend":
                 q = self.new_req()
-                ops.append((ISEND, self.comm(e, e.communicator, e.receiver), e.receiver, e.msg_length, e.msg_tag, q))
+                ops.append((ISEND, comm(e, a[1], a[0]), a[0], a[3], a[2], q))
                 wait.append(q)
             elif k == "MpiRecv":
                 q = self.new_req()
-                ops.append((IRECV, self.comm(e, e.communicator, e.sender), e.sender, e.msg_tag, q))
-                wait.append(q)
-            elif k == "MpiIsend":
-                if e.request_id in self.reqs:
-                    raise self.error(e, f"starts request {e.request_id}, which is still pending")
-                q = self.reqs[e.request_id] = self.new_req()
-                ops.append((ISEND, self.comm(e, e.communicator, e.receiver), e.receiver, e.msg_length, e.msg_tag, q))
-            elif k == "MpiIrecvRequest":
-                if e.request_id in self.reqs:
-                    raise self.error(e, f"starts request {e.request_id}, which is still pending")
-                q = self.reqs[e.request_id] = self.new_req()
-                self.irecv_at[e.request_id] = len(ops)
-                ops.append((IRECV, -1, -1, -1, q))  # source and tag come with its completion
-            elif k == "MpiIsendComplete":
-                q = self.reqs.pop(e.request_id, None)
-                if q is None or e.request_id in self.irecv_at:
-                    raise self.error(e, f"completes send request {e.request_id}, which no MpiIsend started")
-                wait.append(q)
-            elif k == "MpiIrecv":
-                q = self.reqs.pop(e.request_id, None)
-                at = self.irecv_at.pop(e.request_id, None)
-                if q is None or at is None:
-                    raise self.error(e, f"completes receive request {e.request_id}, which no MpiIrecvRequest started")
-                ops[at] = (IRECV, self.comm(e, e.communicator, e.sender), e.sender, e.msg_tag, q)
+                ops.append((IRECV, comm(e, a[1], a[0]), a[0], a[2], q))
                 wait.append(q)
             elif k == "MpiRequestTest":
-                q = self.reqs.get(e.request_id)
+                q = reqs.get(a[0])
                 if q is None:
-                    raise self.error(e, f"tests request {e.request_id}, which is not pending")
+                    raise self.error(k, e[1], f"tests request {a[0]}, which is not pending")
                 ops.append((TEST, q))
             elif k == "MpiCollectiveEnd":
                 if wait:
@@ -363,7 +460,7 @@ class _Rank:
                     wait = []
                 self.collective(e, name)
             else:
-                raise self.error(e, "an MPI record the otf2 app does not replay")
+                raise self.error(k, e[1], "an MPI record the otf2 app does not replay")
         if wait:
             ops.append((WAIT, tuple(wait)))
 
@@ -372,13 +469,14 @@ class _Rank:
         self.next_req = q + 1
         return q
 
-    def collective(self, e: Any, region: str) -> None:
-        opname = str(e.collective_op).rsplit(".", 1)[-1]
+    def collective(self, e: tuple, region: str) -> None:
+        op, c, root, sent, recvd = e[2]
+        opname = str(getattr(op, "name", "") or op).rsplit(".", 1)[-1]
         spec = _COLLS.get(opname)
         if spec is None:
-            raise self.error(e, f"collective {opname}, which simhpc has no algorithm for (not replayed)")
+            raise self.error(e[0], e[1], f"collective {opname}, which simhpc has no algorithm for (not replayed)")
         name, rule = spec
-        ci = self.comm(e, e.communicator)
+        ci = self.comm(e, c)
         p = len(self.comms[ci])
         if name == "destroy":
             return
@@ -387,15 +485,13 @@ class _Rank:
                 self.ops.append((COLL, ci, "allgather", _SPLIT_BYTES, -1))
             self.ops.append((COLL, ci, "allreduce", _CTX_MASK_BYTES, -1))
             return
-        root = e.root
         if name in ("bcast", "scatter", "gather", "reduce"):
             if not 0 <= root < p:
-                raise self.error(e, f"{opname} has root {root}, not a rank of its communicator (size {p})")
+                raise self.error(e[0], e[1], f"{opname} has root {root}, not a rank of its communicator (size {p})")
         else:
             root = -1
-        sent, recvd = e.size_sent, e.size_received
         if rule is None:
-            n = 0
+            n: Any = 0
         elif rule == "recv":
             n = recvd if recvd else sent / max(p - 1, 1)  # an in-place root records only what it sends
         elif rule == "sent":
@@ -406,18 +502,15 @@ class _Rank:
             n = sent / p
         if isinstance(n, float) and n.is_integer():
             n = int(n)
-        if not (n >= 0 and math.isfinite(n)):
-            raise self.error(e, f"{opname} with sizes sent={sent}, received={recvd} gives no valid size")
         self.ops.append((COLL, ci, name, n, root))
 
     def finish(self) -> list[tuple]:
+        where = f"trace {self.path!r}: location {self.name!r} (rank {self.rank})"
         if self.depth:
-            raise TraceError(f"trace {self.path!r}: location {self.loc.name!r} (rank {self.rank}): ends inside MPI "
-                             f"region {self.region.name!r} (no Leave)")
+            raise TraceError(f"{where}: ends inside MPI region {self.region!r} (no Leave)")
         if self.irecv_at:
             rid = next(iter(self.irecv_at))
-            raise TraceError(f"trace {self.path!r}: location {self.loc.name!r} (rank {self.rank}): receive request "
-                             f"{rid} (MpiIrecvRequest) never completes (no MpiIrecv)")
+            raise TraceError(f"{where}: receive request {rid} (MpiIrecvRequest) never completes (no MpiIrecv)")
         last = self.last_end if self.last_end is not None else self.first
         if last is not None and self.last_time > last:
             self.ops.append((COMPUTE, (self.last_time - last) / self.res * self.scale))
