@@ -478,7 +478,11 @@ class CountProfile:
         return k
 
     def add(self, start: float, end: float, delta: int) -> None:
-        """Add ``delta`` free nodes on ``[start, end)`` (negative to reserve)."""
+        """Add ``delta`` free nodes on ``[start, end)`` (negative to reserve).
+
+        Breakpoints that no longer change the count are dropped (only the two ends can
+        become such), so a profile updated in place stays as short as a rebuilt one.
+        """
         if end <= start:
             end = start
         a = self._split(start)
@@ -486,6 +490,14 @@ class CountProfile:
         free = self.free
         for k in range(a, b):
             free[k] += delta
+        if b > a:
+            times = self.times
+            if b < len(free) and free[b] == free[b - 1]:
+                del times[b]
+                del free[b]
+            if a > 0 and free[a] == free[a - 1]:
+                del times[a]
+                del free[a]
 
     def find(self, nodes: int, duration: float, before: float = _INF,
              own: tuple[float, float, int] | None = None) -> float | None:
@@ -529,6 +541,36 @@ class CountProfile:
             k = j + 1
         return None
 
+    def earlier(self, nodes: int, duration: float, stop: int) -> float | None:
+        """The earliest breakpoint ``t`` before ``times[stop]`` from which ``nodes`` are free
+        on ``[t, t + duration)`` or up to ``times[stop]``, whichever comes first.
+
+        It is :meth:`find` with ``before = times[stop]`` and ``own`` the job's current slot
+        starting there: the slot is as long as the job, so a window starting earlier ends
+        inside it, where the job's own nodes are free (no count is negative). A run of
+        segments with enough nodes that reaches the slot therefore fits from its start.
+        """
+        times = self.times
+        free = self.free
+        k = 0
+        while k < stop:
+            if free[k] < nodes:
+                k += 1
+                continue
+            t = times[k]
+            end = t + duration
+            j = k + 1
+            while j < stop:
+                if times[j] >= end:
+                    return t
+                if free[j] < nodes:
+                    break
+                j += 1
+            else:
+                return t
+            k = j + 1
+        return None
+
     def fits(self, t: float, nodes: int, duration: float, own: tuple[float, float, int] | None = None) -> bool:
         """Whether ``nodes`` are free on all of ``[t, t + duration)`` (``own`` as in find)."""
         times = self.times
@@ -563,6 +605,8 @@ class Conservative(BackfillPolicy):
         self._profile: CountProfile | None = None
         self._compress = False
         self._stale = False  # the plan was made while a job overran its estimate
+        # Nodes freed early since the last pass: (slot end, nodes), free from now to then.
+        self._freed: list[tuple[float, int]] = []
 
     def setup(self, sched: "SchedulerEntity") -> None:
         super().setup(sched)
@@ -570,6 +614,7 @@ class Conservative(BackfillPolicy):
         self._profile = None
         self._compress = False
         self._stale = False
+        self._freed.clear()
 
     @property
     def reservations(self) -> dict[int, Any]:
@@ -592,6 +637,7 @@ class Conservative(BackfillPolicy):
             # Early: compress. A zero-length job held a one-instant slot; compressing lets
             # the next reservation move onto that instant.
             self._compress = True
+            self._freed.append((_slot_end(job.start_time, job.estimate), job.nodes))
 
     def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
         now = sched.sim.now
@@ -611,11 +657,15 @@ class Conservative(BackfillPolicy):
             # were derived from "just after now" would only step through instants.
             return
         # A reservation may come due at an instant where no job ends: wake up then.
-        nxt = _INF
-        for r in self._res.values():
-            t = r[0] if self.general else r
-            if now < t < nxt:
-                nxt = t
+        if not self.general:
+            # Every reservation due now has started: the rest lie ahead.
+            nxt = min(self._res.values(), default=_INF)
+        else:
+            nxt = _INF
+            for r in self._res.values():
+                t = r[0]
+                if now < t < nxt:
+                    nxt = t
         if nxt < _INF:
             sched.wake_at(nxt)
 
@@ -623,7 +673,18 @@ class Conservative(BackfillPolicy):
     def _plan_count(self, sched: "SchedulerEntity", queue: list[Job], now: float, replan: bool) -> None:
         res = self._res
         prof = self._profile
-        if replan or prof is None or self._compress:
+        freed = self._freed
+        if self._compress and not replan and prof is not None:
+            # Compress the plan in place: the profile gains the nodes freed early, which
+            # gives the same counts as rebuilding it from the running jobs and reservations.
+            prof.trim(now)
+            for e, k in freed:
+                prof.add(now, e, k)
+            freed.clear()
+            self._compress_count(sched, queue, prof, now)
+            self._compress = False
+        elif replan or prof is None or self._compress:
+            freed.clear()
             if replan:
                 res.clear()  # the plan assumed ends that did not happen: re-plan from scratch
             slots = []
@@ -633,24 +694,7 @@ class Conservative(BackfillPolicy):
                     slots.append((s, _slot_end(s, job.estimate), job.nodes))
             prof = CountProfile(now, sched.state.n_free, sched.ends, _horizon(now), slots)
             if slots:
-                # Compress: in priority order, move each reservation to its earliest slot
-                # (its own current slot counting as free), never later than it is.
-                times = prof.times
-                free = prof.free
-                for job in queue:
-                    s = res.get(job.job_id)
-                    if s is None or s <= now:
-                        continue
-                    # Quick test: no instant before s has enough free nodes to start it.
-                    if max(free[: bisect_left(times, s)], default=-1) < job.nodes:
-                        continue
-                    e = _slot_end(s, job.estimate)
-                    t = prof.find(job.nodes, job.estimate, before=s, own=(s, e, job.nodes))
-                    if t is not None:
-                        prof.add(s, e, job.nodes)
-                        prof.add(t, _slot_end(t, job.estimate), -job.nodes)
-                        res[job.job_id] = t
-                        sched.note_reservation(job, t)
+                self._compress_count(sched, queue, prof, now)
             self._compress = False
             # With an overrunning job the profile holds a clamped end that goes stale.
             self._profile = None if self._stale else prof
@@ -665,6 +709,29 @@ class Conservative(BackfillPolicy):
             prof.add(s, _slot_end(s, job.estimate), -job.nodes)
             res[job.job_id] = s
             sched.note_reservation(job, s)
+
+    def _compress_count(self, sched: "SchedulerEntity", queue: list[Job], prof: CountProfile, now: float) -> None:
+        """In priority order, move each reservation to its earliest slot (its own current
+        slot counting as free), never later than it is."""
+        res = self._res
+        times = prof.times
+        free = prof.free
+        for job in queue:
+            s = res.get(job.job_id)
+            if s is None or s <= now:
+                continue
+            n = job.nodes
+            stop = bisect_left(times, s)
+            # Quick test: no instant before s has enough free nodes to start it.
+            if max(free[:stop], default=-1) < n:
+                continue
+            d = job.estimate
+            t = prof.earlier(n, d, stop)
+            if t is not None:
+                prof.add(s, _slot_end(s, d), n)
+                prof.add(t, _slot_end(t, d), -n)
+                res[job.job_id] = t
+                sched.note_reservation(job, t)
 
     # -- general (pinned) path ------------------------------------------------------------
     def _plan_general(self, sched: "SchedulerEntity", queue: list[Job], now: float, replan: bool) -> None:
@@ -767,6 +834,8 @@ class Conservative(BackfillPolicy):
     # -- starting -------------------------------------------------------------------------
     def _start_due(self, sched: "SchedulerEntity", queue: list[Job], now: float) -> None:
         res = self._res
+        if not self.general and min(res.values(), default=_INF) > now:
+            return  # nothing due: no need to walk the queue
         alloc = sched.allocator
         for job in queue:
             r = res.get(job.job_id)
