@@ -476,11 +476,14 @@ def test_repro_tiny_mode_prints_a_table_and_json(name, tmp_path):
     assert fig["script"] == name and fig["scale"] == "tiny"
     assert any(f.endswith(".png") for f in os.listdir(tmp_path))
     if name == "repro_pollard":
-        # Every pattern ran under both allocators; t123 isolates the foreground exactly.
-        pats = fig["patterns"]
-        assert sorted(pats) == ["pairs", "stencil3d", "sub-a2a", "unstr-mesh"]
-        assert all(v["pairs"] == 1 and v["slowdown_t123"] == 1.0 and v["speedup"] > 0 for v in pats.values())
-        assert set(fig["cluster"]) >= {"random", "t123", "utilization_t123_over_random"}
+        # Every job of both workloads ran under both allocators; speedups per pattern and over
+        # all jobs, with their sample counts adding up.
+        sp = fig["speedup_t123_over_random"]
+        assert sorted(sp) == ["all", "pairs", "stencil4d", "sub-a2a", "unstr-mesh"] and fig["jobs_not_ok"] == 0
+        assert sum(v["n"] for k, v in sp.items() if k != "all") == sp["all"]["n"] > 0
+        assert all(v["mean"] > 0 for v in sp.values() if v["n"])
+        assert sorted(fig["cluster"]) == [f"x{f}/{a}" for f in (1, 2) for a in ("random", "t123", "t123-whole-pods")]
+        assert all(v["utilization"]["n"] == 2 for v in fig["cluster"].values())
     if name == "repro_jigsaw":
         for by_mean in fig["machines"].values():
             for per in by_mean.values():
