@@ -9,13 +9,16 @@ Configurations, ``--rounds`` times each, interleaved, each a fresh ``simhpc run 
 * ``P baselines``: every rank runs the whole simulation (no exchanges) and the alone and
   ideal baseline runs are dealt out over the ranks (``--parallel baselines``; what ``auto``
   picks below 1,024 nodes per rank);
-* ``P simulation`` (with ``--simulation``, one round: it is slow on this experiment): the
-  simulation itself spread over the ranks in conservative windows.
+* ``P simulation`` (with ``--simulation``, or ``--modes simulation``): the simulation itself
+  spread over the ranks in conservative windows. On the default experiment it is slow, so
+  ``--simulation`` alone adds it for one round; ``--modes`` puts it in every round.
+
+``--ranks`` takes one P or a list (``2,4,8,16``).
 
 Every configuration gives the same results (the tests check it). ``--set KEY=VALUE`` is
 passed on to ``simhpc run`` (another experiment: ``--experiment FILE``).
 
-Usage: ``python scripts/bench_experiment.py [--rounds 3] [--ranks 2] [--simulation]``.
+Usage: ``python scripts/bench_experiment.py [--rounds 3] [--ranks 2] [--simulation] [--modes baselines,simulation]``.
 The last line of output is one JSON object.
 """
 
@@ -44,8 +47,9 @@ def timed(cmd: list[str]) -> tuple[float, float]:
 
 def main() -> None:
     ap = h.parser(__doc__, rounds=3)
-    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--ranks", default="2", help="P, or a list of P (default 2)")
     ap.add_argument("--simulation", action="store_true", help="also one round of --parallel simulation")
+    ap.add_argument("--modes", default="baselines", help="ways to use the ranks in every round: baselines, simulation, or both (comma-separated)")
     ap.add_argument("--experiment", default=None, help="experiment file (default: the default experiment)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     a = ap.parse_args()
@@ -56,8 +60,15 @@ def main() -> None:
     for kv in a.set:
         simhpc += ["--set", kv]
     mp = h.require_mpirun("bench_experiment")
-    configs = {"sequential": simhpc,
-               f"P={a.ranks} baselines": [mp, "-n", str(a.ranks), *simhpc, "--parallel", "baselines"]}
+    ranks = [int(p) for p in str(a.ranks).split(",")]
+    modes = [m.strip() for m in a.modes.split(",") if m.strip()]
+    bad = [m for m in modes if m not in ("baselines", "simulation")]
+    if bad or not modes:
+        ap.error(f"--modes {a.modes!r}: valid: baselines, simulation (comma-separated)")
+    configs = {"sequential": simhpc}
+    for p in ranks:
+        for m in modes:
+            configs[f"P={p} {m}"] = [mp, "-n", str(p), *simhpc, "--parallel", m]
     walls: dict[str, list[float]] = {}
     cpus: dict[str, list[float]] = {}
     for rnd in range(a.rounds):
@@ -66,10 +77,11 @@ def main() -> None:
             walls.setdefault(name, []).append(w)
             cpus.setdefault(name, []).append(c)
             print(f"  round {rnd + 1}/{a.rounds} {name}: {w:.1f} s", file=sys.stderr)
-    if a.simulation:
-        name = f"P={a.ranks} simulation"
-        w, c = timed([mp, "-n", str(a.ranks), *simhpc, "--parallel", "simulation"])
-        walls[name], cpus[name] = [w], [c]
+    if a.simulation and "simulation" not in modes:
+        for p in ranks:
+            name = f"P={p} simulation"
+            w, c = timed([mp, "-n", str(p), *simhpc, "--parallel", "simulation"])
+            walls[name], cpus[name] = [w], [c]
     seq_w, seq_c = h.median(walls["sequential"]), h.median(cpus["sequential"])
     rows, out = [], []
     for name in walls:
@@ -80,7 +92,8 @@ def main() -> None:
     print(f"simhpc run ({a.experiment or 'the default experiment'}), medians; {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.2f}")
     print(h.table(rows, ["config", "runs", "wall s", "cpu s", "wall vs seq", "cpu vs seq"]))
-    h.emit({"bench": "experiment", "ranks": a.ranks, "rounds": a.rounds, "results": out})
+    h.emit({"bench": "experiment", "experiment": a.experiment or "default", "ranks": ranks, "modes": modes,
+            "rounds": a.rounds, "baseline": "sequential", "results": out})
 
 
 if __name__ == "__main__":

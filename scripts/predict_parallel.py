@@ -40,7 +40,8 @@ def phold(lps: int) -> tuple[object, dict]:
     return st, {"lps": lps, "regions": 16}
 
 
-def cielo_evenodd(model: str, iters: int) -> tuple[object, dict]:
+def cielo_evenodd(model: str, iters: int, *, comm: object = None, predict_ranks: tuple[int, ...] = RANKS) -> tuple[object, dict]:
+    """Run the Cielo case (sequentially with the statistics mode, or under ``comm``)."""
     import numpy as np
 
     from apps.node import LaunchSpec
@@ -52,7 +53,7 @@ def cielo_evenodd(model: str, iters: int) -> tuple[object, dict]:
     jobs, ranks = 9, 1024
     args = bind_args("even-odd", {"iters": iters}, size=ranks)
     perm = np.random.Generator(np.random.PCG64(1)).permutation(machine.n_nodes)[: jobs * ranks]
-    plat = build_platform(machine, model, seed=1, comm=None, predict_ranks=RANKS)
+    plat = build_platform(machine, model, seed=1, comm=comm, predict_ranks=predict_ranks)
     for j in range(jobs):
         nodes = sorted(int(x) for x in perm[j * ranks : (j + 1) * ranks])
         plat.launch(LaunchSpec.build(job=j + 1, app="even-odd", args=args, rank_nodes=nodes, report_to=plat.manager_eid))
