@@ -37,6 +37,8 @@ def test_check_env_passes():
 
     check_env(SchedulingEnv(jobs=40), skip_render_check=True)
     check_env(SchedulingEnv(jobs=40, allocators=("firstfree", "random"), backfill="easy"), skip_render_check=True)
+    check_env(SchedulingEnv(runtime="simulated", machine="tiny-fattree3", jobs=16, slots=4, iters=2,
+                            allocators=("firstfree", "random")), skip_render_check=True)
 
 
 def test_registered_and_import_simhpc_does_not_import_gymnasium():
