@@ -80,11 +80,14 @@ def main() -> None:
     ap.add_argument("--sim-jobs", type=int, default=32, help="jobs per window in simulated mode (default 32)")
     ap.add_argument("--sim-windows", type=int, default=2, help="windows in simulated mode (default 2)")
     ap.add_argument("--networks", default="flow,packet", help="networks of the simulated mode (default flow,packet)")
+    ap.add_argument("--sim-machine", default=None,
+                    help="machine preset of the simulated mode (default: the environment's 256-node fat-tree)")
     a = ap.parse_args()
     t_start = time.perf_counter()
     modes = [("trace", {"runtime": "trace", "jobs": a.jobs}, a.windows)]
     for net in [n for n in a.networks.split(",") if n]:
-        modes.append((f"simulated/{net}", {"runtime": "simulated", "network": net, "jobs": a.sim_jobs}, a.sim_windows))
+        modes.append((f"simulated/{net}", {"runtime": "simulated", "network": net, "jobs": a.sim_jobs,
+                                           "machine": a.sim_machine}, a.sim_windows))
     rows, figures = [], {}
     for name, kw, n_windows in modes:
         env = SchedulingEnv(**kw)
@@ -111,6 +114,7 @@ def main() -> None:
     print(h.table(rows, ["mode", "windows", "steps", "wall s", "cpu s", "steps/s", "steps/cpu s", "base wall s",
                          "base cpu s", "wall/base", "same"], align="llrrrrrrrrl"))
     h.finish(None, {"baseline": "plain FCFS run of the same windows (backfill none, no environment)",
+                    "sim_machine": a.sim_machine or "gym-fattree-256",
                     "rounds": a.rounds, "python": platform.python_version(), "modes": figures}, t_start)
 
 

@@ -131,7 +131,7 @@ def test_tiny_run_ends_with_one_json_line(name):
 def test_bench_gym_times_the_same_schedules():
     pytest.importorskip("gymnasium")
     text, res = _run(str(SCRIPTS / "bench_gym.py"), "--rounds", "1", "--windows", "2", "--sim-jobs", "16",
-                     "--sim-windows", "1", "--networks", "flow")
+                     "--sim-windows", "1", "--networks", "flow", "--sim-machine", "tiny-fattree3")
     assert sum(line.lstrip().startswith("{") for line in text.strip().splitlines()) == 1
     for mode in ("trace", "simulated/flow"):
         t = res["modes"][mode]
