@@ -28,7 +28,7 @@ import numpy as np
 
 from .allocators import AllocState, Allocator
 from .backfill import BackfillPolicy, Easy
-from .errors import UserError
+from .errors import SchedulerError, UserError
 from .job import Job, JobStatus
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -127,6 +127,11 @@ class ExternalPolicy(BackfillPolicy):
         #: How many jobs wait (not only the window's) when the chooser is called.
         self.waiting = 0
 
+    @staticmethod
+    def _n_allocators(sched: "SchedulerEntity") -> int:
+        alloc = sched.allocator
+        return len(alloc.allocators) if isinstance(alloc, AllocatorChoice) else 1
+
     def _place(self, sched: "SchedulerEntity", job: Job, which: int) -> np.ndarray | None:
         state = sched.state
         if job.nodes > state.n_free:
@@ -161,6 +166,9 @@ class ExternalPolicy(BackfillPolicy):
                 self.decisions += 1
                 self.waiting = len(waiting)
                 slot, which = self.chooser(sched, window)
+                if not (0 <= slot < len(window) and 0 <= which < self._n_allocators(sched)):
+                    raise SchedulerError(f"the chooser answered (slot {slot!r}, allocator {which!r}); valid: slots "
+                                         f"0..{len(window) - 1}, allocators 0..{self._n_allocators(sched) - 1}")
             job = window[slot]
             nodes = self._place(sched, job, which)
             if nodes is None:

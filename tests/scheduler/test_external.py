@@ -84,6 +84,12 @@ def test_allocator_choice_places_with_the_chosen_allocator():
     assert [sorted(j.assigned_nodes.tolist()) for j in res0.jobs] == [[0, 1, 2, 3], [4, 5, 6, 7]]
 
 
+def test_a_chooser_answer_out_of_range_is_an_error():
+    jobs = _jobs([(0, 4, 10), (1, 4, 5), (2, 2, 5)])
+    with pytest.raises(Exception, match=r"the chooser answered \(slot 5, allocator 0\); valid: slots 0\.\.1, allocators 0\.\.0"):
+        simulate(jobs, n_nodes=4, ordering="fcfs", backfill=ExternalPolicy(chooser=lambda s, w: (5, 0)))
+
+
 def test_bad_settings_are_clear_errors():
     with pytest.raises(UserError, match="window must be an int >= 1"):
         ExternalPolicy(chooser=lambda s, w: (0, 0), window=0)
