@@ -198,3 +198,15 @@ def test_docs_quick_start_runs():
     ns: dict = {}
     exec(compile(code, "docs/gym.md", "exec"), ns)
     assert ns["done"] and ns["info"]["mean_bounded_slowdown"] >= 1.0
+
+
+def test_vector_environments_play_the_same_episodes():
+    envs = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make(ENV_ID, jobs=32) for _ in range(2)])
+    envs.reset(seed=[1, 2])
+    total, done = np.zeros(2), np.zeros(2, dtype=bool)
+    while not done.all():
+        _, r, term, _, _ = envs.step(np.zeros(2, dtype=np.int64))
+        total += np.where(done, 0.0, r)
+        done |= term
+    for i, seed in enumerate((1, 2)):
+        assert total[i] == pytest.approx(sum(_play(SchedulingEnv(jobs=32), first, seed=seed)[1]), rel=1e-12)
