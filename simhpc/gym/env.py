@@ -160,8 +160,15 @@ class SchedulingEnv(gymnasium.Env):
         self._caller = here
         glet = self._glet
         glet.parent = here
-        target, self._paused = (self._paused or glet), None
-        out = target.switch(value)
+        target = self._paused if self._paused is not None else glet
+        self._paused = None
+        try:
+            out = target.switch(value)
+        except BaseException:
+            # The simulation failed (its error goes to the caller): the episode is over.
+            self._done = True
+            self._paused = self._glet = None
+            raise
         if out is _DECIDE:
             return True
         self._done = True
