@@ -103,3 +103,17 @@ def test_bad_settings_are_clear_errors():
     jig = make_allocator("jigsaw", n_nodes=topo.n_nodes, topology=topo)
     with pytest.raises(UserError, match="keeps its own state"):
         AllocatorChoice([make_allocator("firstfree", n_nodes=topo.n_nodes), jig])
+
+
+@pytest.mark.parametrize("backfill", ["none", "easy"])
+def test_random_choices_never_delay_a_reserved_job(backfill):
+    import numpy as np
+
+    jobs = SyntheticWorkload(n_jobs=300).generate(seed=7)  # exact estimates
+    rng = np.random.default_rng(3)
+    pol = ExternalPolicy(chooser=lambda s, w: (int(rng.integers(len(w))), 0), window=6, backfill=backfill)
+    res = simulate(jobs, n_nodes=64, ordering="fcfs", backfill=pol)
+    reserved = [j for j in res.jobs if j.reservation_time is not None]
+    assert len(reserved) > 10 and pol.decisions > 50
+    assert all(j.start_time <= j.reservation_time for j in reserved)
+    assert _starts(res) != _starts(simulate(jobs, n_nodes=64, ordering="fcfs", backfill=backfill))
