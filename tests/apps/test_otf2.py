@@ -292,3 +292,33 @@ def test_simhpc_app_writes_and_replays_a_trace(tmp_path, capsys):
     assert second["ranks"] == 4 and second["runtime"] == first["runtime"]
     assert main(["app", "ring", "--ranks", "2", "--trace", str(tmp_path / "t")]) == 2
     assert "--trace is the otf2 app's argument" in capsys.readouterr().err
+
+
+def test_the_worked_example_records_replays_and_studies(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "examples" / "otf2" / "record_and_replay.py"
+    spec = importlib.util.spec_from_file_location("otf2_example", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.main(["--out", str(tmp_path), "--jobs", "2", "--iters", "2"])
+    assert out["replay"] == out["runtime"] and out["half_compute"] == out["half_skeleton"] < out["runtime"]
+    assert len(out["slowdowns"]) == 2 and all(s >= 1 - 1e-9 for s in out["slowdowns"])
+    assert "replayed jobs among 2 background jobs" in capsys.readouterr().out
+
+
+def test_the_benchmark_compares_the_same_simulations():
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "bench_otf2.py"
+    out = subprocess.run([sys.executable, str(script), "--machine", "tiny-torus", "--ranks", "8", "--iters", "2",
+                          "--rounds", "1"], capture_output=True, text=True, timeout=300, check=True).stdout
+    res = json.loads(out.strip().splitlines()[-1])
+    assert res["bench"] == "otf2" and res["baseline"] == "skeleton" and res["same_simulation"]
+    assert set(res["patterns"]) == {"stencil3d", "allreduce", "pairs"}
+    assert all(p["replay_vs_skeleton_cpu"] > 0 and p["trace_events"] > 0 for p in res["patterns"].values())
+    assert "replay/skeleton cpu" in out
