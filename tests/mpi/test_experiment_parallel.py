@@ -77,3 +77,26 @@ def test_a_cli_mistake_stops_every_rank_and_prints_one_line(capsys):
         assert codes == [2] * comm.size
         assert errs[0].count("\n") == 1 and "/no/such/dir" in errs[0] and "does not exist" in errs[0]
         assert errs[1:] == [""] * (comm.size - 1)
+
+
+def test_estimate_models_and_backfill_variants_identical_to_sequential():
+    from mpi4py import MPI
+
+    from simhpc.experiment import loads
+    from simhpc.experiment.runner import run_experiment
+    from tests_support import load_test_module
+
+    SMALL = load_test_module("simhpc/test_experiment_run.py").SMALL
+
+    comm = MPI.COMM_WORLD
+    # The f-model draws from the scheduler entity's stream: the same on every rank count.
+    exp = loads(SMALL, overrides=["workload.jobs=12", "scheduler.estimate=fmodel", "scheduler.backfill=easy-sjbf",
+                                  "scheduler.ideal_baseline=false"])
+    assert exp.scheduler.estimate == "fmodel"
+    par = run_experiment(exp, comm=comm, progress=False, parallel="simulation")
+    if comm.rank != 0:
+        return
+    seq = run_experiment(exp, comm=None, progress=False)
+    assert np.isfinite(seq.jobs["estimate"]).any()
+    for k, v in seq.jobs.items():
+        assert np.array_equal(v, par.jobs[k], equal_nan=v.dtype.kind == "f"), k
