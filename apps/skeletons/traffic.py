@@ -7,9 +7,9 @@ receive and reads the clock the moment a message arrives.
 
 Injector of node i: messages of ``msg_bytes`` are created at the times of a Poisson process
 of rate ``load * B_i / msg_bytes`` (B_i: the node's injection bandwidth, the bandwidth of its
-injection link), from the end of the set-up (an allgather of the ranks' nodes, the split of
-the injectors' communicator and an allreduce that fixes t0, the time the last rank was through)
-until t0 + ``duration``; each goes to the sink of the node the pattern
+injection link), from one common start t0 after the set-up (an allgather of the ranks'
+nodes, the split of the injectors' communicator and two allreduces that fix t0, see
+``docs/traffic.md``) until t0 + ``duration``; each goes to the sink of the node the pattern
 (:mod:`apps.traffic.patterns`) draws, with its creation time as payload. A message is sent at
 its creation time whatever is in flight: the load is offered, not adapted. At the end the
 injectors tell every sink how many messages to expect (a reduce-scatter of their counts),
@@ -113,20 +113,28 @@ def traffic(mpi: Any, *, pattern: str = "uniform", load: float = 0.1, msg_bytes:
                          "(ranks_per_node=2 with the block mapping)")
     injector = mpi.rank % 2 == 0
     inj = mpi.comm_split(0 if injector else None, mpi.rank)
-    # The clock of the measurement starts when the last rank is through the set-up: every
-    # rank learns that time (t0) from one allreduce, so the window is the same everywhere.
-    t0 = mpi.allreduce(8, data=mpi.now, op="max")
+    # Every injector starts at one common time t0, after every rank is through the set-up:
+    # an injector that started as soon as it was through would load the network while late
+    # ranks' set-up messages are still under way, and past saturation those would queue
+    # behind the traffic without bound. The first allreduce gives the time the last rank
+    # entered it; the second the longest any rank took to get through it (d), on the idle
+    # network. The second is the same collective, entered within d of the first's start, so
+    # every rank is through it by about start + 2d: t0 = start + 3d leaves one d of slack.
+    start = mpi.allreduce(8, data=mpi.now, op="max")
+    d = mpi.allreduce(8, data=mpi.now - start, op="max")
+    t0 = start + 3.0 * d
+    if mpi.now > t0:
+        # Not seen: the network carries nothing else until t0.
+        raise ValueError(f"the set-up collectives took {(mpi.now - start) * 1e6:.3g} us, longer than the "
+                         f"{3 * d * 1e6:.3g} us allowed before traffic starts")
     t_lo = t0 + warm
     t_hi = t0 + dur
-    if mpi.now > t_lo:
-        raise ValueError(f"warmup={warmup!r} is shorter than the set-up collectives "
-                         f"({(mpi.now - t0) * 1e6:.3g} us after t0): give a longer warmup")
     if not injector:
         return _sink(mpi, t_lo, t_hi)
     pat = build_pattern(pattern, nodes=nodes, topology=mpi.topology, rng=mpi.job_rng("traffic-pattern"),
                         shift=shift, hot_nodes=hot_nodes, hot_fraction=hot_fraction)
     bw = float(mpi.topology.link_bw[mpi.node])
-    return _inject(mpi, inj, pat, load * bw / msg, msg, mpi.now, t_lo, t_hi, bw)
+    return _inject(mpi, inj, pat, load * bw / msg, msg, t0, t_lo, t_hi, bw)
 
 
 def _inject(mpi: Any, inj: Any, pat: Any, rate: float, msg: float, t0: float, t_lo: float, t_hi: float,
