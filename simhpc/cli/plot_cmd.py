@@ -7,8 +7,8 @@ import argparse
 from ..outputs import output_problem
 from .common import CliError, print_json
 
-HELP = ("draw figures of results files: wait-time CDF, utilization, APH by job size, network slowdown "
-        "(several files on one plot), Gantt chart and link heat map (per file)")
+HELP = ("draw figures of results files: wait-time CDF, utilization and queue length over time, APH and bounded "
+        "slowdown by job size, network slowdown (several files on one plot), Gantt chart and link heat map (per file)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

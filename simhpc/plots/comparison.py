@@ -6,18 +6,34 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from scheduler.errors import UserError
+from scheduler.metrics import size_classes
+
 from ..results.model import Results
 from ._common import NoDataError, ResultsLike, as_results_list, colors, figure_and_axes, labels_for, mpl, n_nodes, \
     time_scale
 
-__all__ = ["wait_cdf", "utilization", "aph_by_size", "network_slowdown", "interference_slowdown", "size_bins"]
+__all__ = ["wait_cdf", "utilization", "queue_length", "aph_by_size", "slowdown_by_size", "network_slowdown",
+           "interference_slowdown", "size_bins", "time_bins", "binned_mean"]
+
+#: Waits below this many seconds are drawn at it on a log axis (the legend counts them).
+WAIT_FLOOR = 1.0
+
+#: Bin widths a long series is averaged over (seconds), smallest first.
+BINS = {"minute": 60.0, "hour": 3600.0, "day": 86400.0, "week": 604800.0}
+#: A step function with more steps than this is drawn binned by ``bins="auto"``.
+MAX_STEPS = 1000
+#: ``bins="auto"`` takes the smallest of :data:`BINS` that gives at most this many bins.
+MAX_BINS = 500
 
 
 def wait_cdf(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
-             labels: Sequence[str] | None = None, xscale: str = "linear") -> Any:
+             labels: Sequence[str] | None = None, xscale: str = "log") -> Any:
     """Empirical CDF of the wait time (start - submit) of the jobs that ran, one line per file.
 
-    ``xscale`` is any matplotlib scale ("linear", "log", "symlog"). Returns the Figure.
+    ``xscale`` is any matplotlib scale: "log" (the default: waits span seconds to days) draws
+    waits under :data:`WAIT_FLOOR` (1 s, zero included) at 1 s and says in the legend how
+    many jobs that is; "linear" or "symlog" draw them as they are. Returns the Figure.
     """
     rs = as_results_list(results)
     names = labels_for(rs, labels)
@@ -26,13 +42,19 @@ def wait_cdf(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
         raise NoDataError("no job ran, so there are no wait times")
     span = max(float(np.max(w)) for w in waits if len(w))
     div, unit = time_scale(span)
+    log = xscale == "log"
     fig, ax = figure_and_axes(ax)
     for w, name, c in zip(waits, names, colors(len(rs))):
         if not len(w):
             continue
-        ax.ecdf(w / div, label=f"{name} (mean {np.mean(w) / div:.3g} {unit})", color=c)
+        label = f"{name} (mean {np.mean(w) / div:.3g} {unit}"
+        if log:
+            short = float(np.mean(w < WAIT_FLOOR))
+            label += f"; {100 * short:.0f} % under {WAIT_FLOOR:g} s" if short else ""
+            w = np.maximum(w, WAIT_FLOOR)
+        ax.ecdf(w / div, label=label + ")", color=c)
     ax.set_xscale(xscale)
-    ax.set_xlabel(f"wait time ({unit})")
+    ax.set_xlabel(f"wait time ({unit}{', log scale' if log else ''})")
     ax.set_ylabel("fraction of jobs")
     ax.set_ylim(0, 1.02)
     ax.set_title("Wait-time CDF")
@@ -59,12 +81,62 @@ def _busy_curve(r: Results) -> tuple[np.ndarray, np.ndarray] | None:
     return None
 
 
+def time_bins(span: float, steps: int, bins: str | float = "auto") -> float | None:
+    """The bin width (seconds) to average a step function of ``steps`` steps over ``span``
+    seconds: None (draw every step) for ``"auto"`` up to :data:`MAX_STEPS` steps or for
+    ``"none"``; a name of :data:`BINS`; a number of seconds; for ``"auto"`` beyond that, the
+    smallest of :data:`BINS` giving at most :data:`MAX_BINS` bins."""
+    if bins == "none" or (bins == "auto" and steps <= MAX_STEPS):
+        return None
+    if bins == "auto":
+        for width in BINS.values():
+            if span / width <= MAX_BINS:
+                return width
+        return span / MAX_BINS
+    if isinstance(bins, str):
+        if bins not in BINS:
+            raise UserError(f"unknown bins {bins!r}; valid: auto, none, {', '.join(BINS)} or a number of seconds")
+        return BINS[bins]
+    if not (isinstance(bins, (int, float)) and np.isfinite(bins) and bins > 0):
+        raise UserError(f"bins must be auto, none, {', '.join(BINS)} or a number of seconds > 0, got {bins!r}")
+    return float(bins)
+
+
+def binned_mean(t: np.ndarray, v: np.ndarray, width: float, t0: float | None = None,
+                t1: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The time average and the maximum of the step function ``v`` (value ``v[i]`` from
+    ``t[i]`` on) over bins of ``width`` seconds from ``t0`` (default ``t[0]``) to ``t1``
+    (default ``t[-1]``): (bin starts, means, maxima)."""
+    t = np.asarray(t, dtype=float)
+    v = np.asarray(v, dtype=float)
+    t0 = float(t[0]) if t0 is None else t0
+    t1 = float(t[-1]) if t1 is None else t1
+    n = max(int(np.ceil((t1 - t0) / width)), 1)
+    edges = t0 + width * np.arange(n + 1)
+    # Integral of the step function at each edge: cumulative area up to the step, plus the
+    # part of the step before the edge.
+    seg = np.diff(t)
+    area = np.r_[0.0, np.cumsum(v[:-1] * seg)]
+    k = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, len(t) - 1)
+    before = edges < t[0]
+    at = np.where(before, 0.0, area[k] + v[k] * (edges - t[k]))
+    means = np.diff(at) / width
+    # The largest value in each bin: the value at its start and every step inside it.
+    idx = np.searchsorted(edges, t, side="right") - 1
+    maxima = np.where(edges[:-1] < t[0], 0.0, v[k[:-1]])
+    inside = (idx >= 0) & (idx < n)
+    np.maximum.at(maxima, idx[inside], v[inside])
+    return edges[:-1], means, maxima
+
+
 def utilization(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
-                labels: Sequence[str] | None = None) -> Any:
-    """Busy nodes (% of the machine) over simulated time, one step line per file.
+                labels: Sequence[str] | None = None, bins: str | float = "auto") -> Any:
+    """Busy nodes (% of the machine) over simulated time, one line per file.
 
     Uses the exact busy-node step function (``busy_times``/``busy_nodes``), or the sampled
-    ``utilization_samples`` when a file has only those. Returns the Figure.
+    ``utilization_samples`` when a file has only those. A long run is drawn as the time
+    average over bins (``bins``: see :func:`time_bins`; by default hours or days, whatever
+    keeps it to a few hundred bins) rather than every step. Returns the Figure.
     """
     rs = as_results_list(results)
     names = labels_for(rs, labels)
@@ -72,6 +144,8 @@ def utilization(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
     if all(c is None for c in curves):
         raise NoDataError("no utilization series (busy_times/busy_nodes or utilization_samples)")
     span = max(float(c[0][-1] - c[0][0]) for c in curves if c is not None)
+    steps = max(len(c[0]) for c in curves if c is not None)
+    width = time_bins(span, steps, bins)
     div, unit = time_scale(span)
     fig, ax = figure_and_axes(ax)
     for c, name, col, r in zip(curves, names, colors(len(rs)), rs):
@@ -80,9 +154,13 @@ def utilization(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
         t, v = c
         mean = r.system.get("utilization")
         lab = f"{name} (mean {100 * mean:.1f} %)" if isinstance(mean, float) and np.isfinite(mean) else name
+        if width is not None:
+            t, v, _ = binned_mean(t, v, width)
+            t = np.r_[t, t[-1] + width]
+            v = np.r_[v, v[-1]]
         ax.step(t / div, 100 * v, where="post", label=lab, color=col, linewidth=1.0)
     ax.set_xlabel(f"simulated time ({unit})")
-    ax.set_ylabel("busy nodes (% of machine)")
+    ax.set_ylabel("busy nodes (% of machine)" + ("" if width is None else f", mean per {_width_name(width)}"))
     ax.set_ylim(0, 105)
     ax.set_title("Utilization over time")
     ax.grid(True, alpha=0.3)
@@ -90,20 +168,65 @@ def utilization(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
     return fig
 
 
+def _width_name(width: float) -> str:
+    for name, w in BINS.items():
+        if w == width:
+            return name
+    return f"{width:g} s"
+
+
+def queue_length(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
+                 labels: Sequence[str] | None = None, bins: str | float = "auto") -> Any:
+    """Queued jobs over simulated time, one line per file, from the exact step function
+    (``queue_times``/``queue_lengths``), else the samples (``queue_samples``). A long run is
+    drawn as the time average per bin (``bins`` as in :func:`utilization`) with each bin's
+    maximum shaded. Returns the Figure."""
+    rs = as_results_list(results)
+    names = labels_for(rs, labels)
+    curves = []
+    for r in rs:
+        s = r.series
+        t = np.asarray(s.get("queue_times", ()), dtype=float)
+        if len(t):
+            curves.append((t, np.asarray(s["queue_lengths"], dtype=float)))
+        elif len(s.get("sample_times", ())) and "queue_samples" in s:
+            curves.append((np.asarray(s["sample_times"], dtype=float), np.asarray(s["queue_samples"], dtype=float)))
+        else:
+            curves.append(None)
+    if all(c is None for c in curves):
+        raise NoDataError("no queue-length series (queue_times/queue_lengths or queue_samples)")
+    span = max(float(c[0][-1] - c[0][0]) for c in curves if c is not None)
+    steps = max(len(c[0]) for c in curves if c is not None)
+    width = time_bins(span, steps, bins)
+    div, unit = time_scale(span)
+    m = mpl()
+    fig, ax = figure_and_axes(ax)
+    for c, name, col in zip(curves, names, colors(len(rs))):
+        if c is None:
+            continue
+        t, v = c
+        lab = f"{name} (max {int(v.max())})"
+        if width is not None:
+            t, v, top = binned_mean(t, v, width)
+            t = np.r_[t, t[-1] + width]
+            v = np.r_[v, v[-1]]
+            top = np.r_[top, top[-1]]
+            ax.fill_between(t / div, v, top, step="post", color=m.colors.to_rgba(col, 0.2), linewidth=0)
+        ax.step(t / div, v, where="post", label=lab, color=col, linewidth=1.0)
+    ax.set_xlabel(f"simulated time ({unit})")
+    ax.set_ylabel("queued jobs" + ("" if width is None else f" (mean per {_width_name(width)}; shaded up to the max)"))
+    ax.set_ylim(bottom=0)
+    ax.set_title("Queue length over time")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper right")
+    return fig
+
+
 def size_bins(nodes: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Power-of-two job-size bins: the bin index of each node count and the bin labels
-    ("1", "2", "3-4", "5-8", ...), up to the largest count given."""
-    nodes = np.asarray(nodes, dtype=np.int64)
-    idx = np.zeros(len(nodes), dtype=np.int64)
-    big = nodes > 1
-    # bin k >= 1 holds 2^(k-1) < n <= 2^k
-    idx[big] = np.ceil(np.log2(nodes[big])).astype(np.int64)
-    top = int(idx.max()) if len(idx) else 0
-    labels = []
-    for k in range(top + 1):
-        lo, hi = (1, 1) if k == 0 else (2 ** (k - 1) + 1, 2**k)
-        labels.append(str(hi) if lo == hi else f"{lo}-{hi}")
-    return idx, labels
+    ("1", "2", "3-4", "5-8", ...), up to the largest count given (the size classes of
+    :func:`scheduler.metrics.size_classes`)."""
+    return size_classes(nodes)
 
 
 def _grouped_boxes(ax: Any, groups: list[list[np.ndarray]], names: list[str], ticklabels: list[str]) -> None:
@@ -152,6 +275,38 @@ def aph_by_size(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
     ax.set_xlabel("job size (nodes)")
     ax.set_ylabel("APH (inter-switch hops)")
     ax.set_title("Average pairwise hops by job size" + (f": {names[0]}" if len(rs) == 1 else ""))
+    ax.grid(True, axis="y", alpha=0.3)
+    return fig
+
+
+def slowdown_by_size(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
+                     labels: Sequence[str] | None = None) -> Any:
+    """Box plots of the bounded slowdown of the jobs that ran by job size (power-of-two
+    node-count classes), files side by side, on a log axis;
+    the y label gives ``tau`` (``/system/tau``; 10 s for files that do not record it).
+    Returns the Figure."""
+    rs = as_results_list(results)
+    names = labels_for(rs, labels)
+    per_file = []
+    for r in rs:
+        ok = r.ran() & np.isfinite(r.jobs["bounded_slowdown"]) & (r.jobs["nodes"] > 0)
+        per_file.append((r.jobs["nodes"][ok], r.jobs["bounded_slowdown"][ok].astype(float)))
+    if not any(len(n) for n, _ in per_file):
+        raise NoDataError("no job that ran has a bounded slowdown")
+    _, ticks = size_bins(np.concatenate([n for n, _ in per_file]))
+    groups = []
+    for nodes, sld in per_file:
+        idx, _ = size_bins(nodes)
+        groups.append([sld[idx == b] for b in range(len(ticks))])
+    fig, ax = figure_and_axes(ax)
+    _grouped_boxes(ax, groups, names, ticks)
+    ax.set_yscale("log")
+    # Files written before tau was recorded used 10 s.
+    taus = {float(r.system.get("tau", 10.0)) for r in rs}
+    tau_text = f"tau {taus.pop():g} s" if len(taus) == 1 else "tau differs between files"
+    ax.set_xlabel("job size (nodes)")
+    ax.set_ylabel(f"bounded slowdown ({tau_text}, log scale)")
+    ax.set_title("Bounded slowdown by job size" + (f": {names[0]}" if len(rs) == 1 else ""))
     ax.grid(True, axis="y", alpha=0.3)
     return fig
 

@@ -9,7 +9,8 @@ from typing import Any, Callable, Sequence
 
 from ..results.model import Results
 from ._common import NoDataError, as_results, ensure_dir, labels_for
-from .comparison import aph_by_size, interference_slowdown, network_slowdown, utilization, wait_cdf
+from .comparison import aph_by_size, interference_slowdown, network_slowdown, queue_length, slowdown_by_size, \
+    utilization, wait_cdf
 from .gantt import gantt
 from .heatmap import link_heatmap
 
@@ -21,7 +22,9 @@ FORMATS = ("png", "pdf", "svg")
 COMPARISON_FIGURES: dict[str, Callable[..., Any]] = {
     "wait_cdf": wait_cdf,
     "utilization": utilization,
+    "queue_length": queue_length,
     "aph_by_size": aph_by_size,
+    "bsld_by_size": slowdown_by_size,
     "slowdown": network_slowdown,
     "interference": interference_slowdown,
 }
@@ -55,13 +58,15 @@ def plot_files(items: Sequence[Results | str | os.PathLike[str]], out_dir: str |
                stems: Sequence[str | os.PathLike[str]] | None = None) -> PlotOutput:
     """Draw every figure for ``items`` (results or paths to results files) into ``out_dir``.
 
-    Comparison figures (``wait_cdf``, ``utilization``, ``aph_by_size``, ``slowdown``) get
+    Comparison figures (``wait_cdf``, ``utilization``, ``queue_length``, ``aph_by_size``,
+    ``bsld_by_size``, ``slowdown``, ``interference``) get
     every file on one plot, labelled by experiment name (or ``labels``; by file stem when
     files of one experiment are compared, e.g. two policies); ``gantt_<stem>``
     and ``link_heatmap_<stem>`` are drawn per file, ``<stem>`` being the file's name without
     its extension (from ``stems`` when given, e.g. the paths the results were read from).
-    A figure that has nothing to draw (e.g. no ideal-network runtimes, no network) is skipped
-    with a note in :attr:`PlotOutput.skipped`.
+    A figure that has nothing to draw (e.g. no ideal-network runtimes, no network, or no
+    network traffic for the heat map) is skipped with a note in :attr:`PlotOutput.skipped`
+    that says why.
     """
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")

@@ -44,7 +44,11 @@ def router_matrix(r: Results, *, max_routers: int = 128, router_units: Any = Non
     """
     links = r.links
     if links is None or "utilization" not in links:
-        raise NoDataError("no per-link statistics (the run had no network model)")
+        raise NoDataError("no per-link statistics (the run had no network model, e.g. a trace replay), so no link "
+                          "heat map")
+    if not (np.asarray(links.get("bytes", ()), dtype=float) > 0).any():
+        raise NoDataError("no network traffic: no job sent a byte over the network (timekeeper jobs only), so "
+                          "every link is idle and there is no link heat map")
     if (r.network or {}).get("model") == "ideal" or not np.isfinite(np.asarray(links["utilization"], dtype=float)).any():
         raise NoDataError("no link utilization: the ideal network has no contention, so its links are never "
                           "occupied (links/bytes and links/busy hold its offered load); use the packet model")

@@ -28,7 +28,7 @@ def b() -> Results:
 
 
 def test_wait_cdf_draws_each_files_sorted_waits(a, b):
-    fig = plots.wait_cdf([a, b])
+    fig = plots.wait_cdf([a, b], xscale="linear")
     assert isinstance(fig, Figure)
     ax = fig.axes[0]
     lines = ax.get_lines()
@@ -40,6 +40,17 @@ def test_wait_cdf_draws_each_files_sorted_waits(a, b):
         assert ax.get_xlabel() == "wait time (min)"
         assert np.allclose(np.unique(x[np.isfinite(x)]), np.unique(waits / 60))
         assert y[-1] == 1.0 and y.min() == 0.0
+
+
+def test_wait_cdf_is_on_a_log_axis_with_short_waits_at_one_second(a):
+    ax = plots.wait_cdf(a).axes[0]
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "wait time (min, log scale)"
+    (ln,) = ax.get_lines()
+    waits = a.jobs["wait"][a.ran()]
+    x = np.asarray(ln.get_xdata())
+    assert np.allclose(np.unique(x[np.isfinite(x)]), np.unique(np.maximum(waits, 1.0) / 60))
+    short = np.mean(waits < 1.0)
+    assert short > 0 and f"{100 * short:.0f} % under 1 s" in ln.get_label()
 
 
 def test_figures_draw_into_given_axes(a):
@@ -197,7 +208,8 @@ def test_labels_accept_paths_and_number_repeated_names(tmp_path, a):
 def test_plot_files_writes_every_figure(tmp_path, a, b):
     out = plots.plot_files([a, b], tmp_path / "figs", stems=["runs/fcfs.h5", "runs/sjf.h5"], dpi=50)
     names = [p.name for p in out.written]
-    assert names == ["wait_cdf.png", "utilization.png", "aph_by_size.png", "slowdown.png", "interference.png",
+    assert names == ["wait_cdf.png", "utilization.png", "queue_length.png", "aph_by_size.png", "bsld_by_size.png",
+                     "slowdown.png", "interference.png",
                      "gantt_fcfs.png", "link_heatmap_fcfs.png", "gantt_sjf.png", "link_heatmap_sjf.png"]
     assert out.skipped == []
     for p in out.written:

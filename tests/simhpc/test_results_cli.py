@@ -124,7 +124,8 @@ def test_plot_one_file(capsys, files, tmp_path):
     out_dir = tmp_path / "one"
     code, out, err = cli(capsys, "plot", files[0], "--out", out_dir, "--dpi", "40")
     assert code == 0 and err == ""
-    names = ["wait_cdf", "utilization", "aph_by_size", "slowdown", "interference", "gantt_fcfs", "link_heatmap_fcfs"]
+    names = ["wait_cdf", "utilization", "queue_length", "aph_by_size", "bsld_by_size", "slowdown", "interference",
+             "gantt_fcfs", "link_heatmap_fcfs"]
     assert out.splitlines() == [str(out_dir / f"{n}.png") for n in names]
     for n in names:
         data = (out_dir / f"{n}.png").read_bytes()
@@ -137,10 +138,12 @@ def test_plot_two_files_on_one_figure(capsys, files, tmp_path):
     assert code == 0
     report = json.loads(out.strip().splitlines()[-1])
     got = sorted(p.rsplit("/", 1)[1] for p in report["figures"])
-    assert got == sorted(["wait_cdf.png", "utilization.png", "aph_by_size.png", "slowdown.png", "interference.png",
+    assert got == sorted(["wait_cdf.png", "utilization.png", "queue_length.png", "aph_by_size.png", "bsld_by_size.png",
+                          "slowdown.png", "interference.png",
                           "gantt_fcfs.png", "link_heatmap_fcfs.png", "gantt_sjf.png", "link_heatmap_sjf.png",
                           "gantt_nonet.png"])
-    assert report["skipped"] == ["link_heatmap_nonet.png: no per-link statistics (the run had no network model)"]
+    assert report["skipped"] == ["link_heatmap_nonet.png: no per-link statistics (the run had no network model, "
+                                 "e.g. a trace replay), so no link heat map"]
     assert "skipped link_heatmap_nonet.png: no per-link statistics" in out
     for p in report["figures"]:
         data = open(p, "rb").read()
@@ -158,7 +161,7 @@ def test_plot_formats(capsys, files, tmp_path, fmt, magic):
     code, out, _ = cli(capsys, "plot", files[0], "--out", tmp_path, "--format", fmt)
     assert code == 0
     paths = out.splitlines()
-    assert len(paths) == 7 and all(p.endswith(f".{fmt}") for p in paths)
+    assert len(paths) == 9 and all(p.endswith(f".{fmt}") for p in paths)
     for p in paths:
         assert open(p, "rb").read(5) == magic
 
