@@ -81,6 +81,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from bisect import bisect_left, bisect_right
+from itertools import accumulate
 from itertools import islice
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -716,6 +717,8 @@ class Conservative(BackfillPolicy):
         res = self._res
         times = prof.times
         free = prof.free
+        # most[k]: the most free nodes on any segment up to k (redone after each move).
+        most = list(accumulate(free, max))
         for job in queue:
             s = res.get(job.job_id)
             if s is None or s <= now:
@@ -723,7 +726,7 @@ class Conservative(BackfillPolicy):
             n = job.nodes
             stop = bisect_left(times, s)
             # Quick test: no instant before s has enough free nodes to start it.
-            if max(free[:stop], default=-1) < n:
+            if stop == 0 or most[stop - 1] < n:
                 continue
             d = job.estimate
             t = prof.earlier(n, d, stop)
@@ -732,6 +735,7 @@ class Conservative(BackfillPolicy):
                 prof.add(t, _slot_end(t, d), -n)
                 res[job.job_id] = t
                 sched.note_reservation(job, t)
+                most = list(accumulate(free, max))
 
     # -- general (pinned) path ------------------------------------------------------------
     def _plan_general(self, sched: "SchedulerEntity", queue: list[Job], now: float, replan: bool) -> None:
