@@ -30,6 +30,9 @@ A rank's program is a list of tuples (first field the kind), run by the ``otf2``
   bytes per rank. ``CREATE_HANDLE`` replays what creating a communicator costs in simhpc (an
   allreduce of the context mask, and for ``MPI_Comm_split``/``MPI_Cart_sub`` an allgather
   of (color, key) before it); ``DESTROY_HANDLE`` costs nothing.
+* A non-blocking collective (``NonBlockingCollectiveRequest`` ... ``Complete``) runs as the
+  blocking collective where it starts (ranks start a communicator's collectives in the same
+  order); its overlap with what follows is not replayed.
 * Records that move no MPI message (OpenMP, I/O, metrics, parameters, calling contexts, ...)
   are passed over: their time stays in the compute between calls. They are counted
   (:attr:`ReplayTrace.skipped`).
@@ -318,6 +321,7 @@ class _Rank:
         self.items: list[tuple] = []  # the open call's records
         self.reqs: dict[int, int] = {}  # trace request id -> our request number
         self.irecv_at: dict[int, int] = {}  # trace request id of a posted receive -> its op index
+        self.nbc_at: dict[int, int] = {}  # trace request id of a non-blocking collective -> its op index
         self.next_req = 0
 
     # -- errors --------------------------------------------------------------------------------
@@ -359,7 +363,7 @@ class _Rank:
             if self.depth == 0:
                 self.end_call(t, self.region)
             return
-        if kind.startswith("Mpi"):
+        if kind.startswith("Mpi") or kind.startswith("NonBlockingCollective"):
             if kind in _UNSUPPORTED:
                 raise self.error(kind, t, f"{_UNSUPPORTED[kind]}, which the otf2 app does not replay")
             if kind == "MpiCollectiveBegin":
@@ -458,7 +462,25 @@ class _Rank:
                 if wait:
                     ops.append((WAIT, tuple(wait)))
                     wait = []
-                self.collective(e, name)
+                ops.extend(self.collective(e, name))
+            elif k == "NonBlockingCollectiveRequest":
+                if a[0] in self.nbc_at:
+                    raise self.error(k, e[1], f"starts request {a[0]}, which is still pending")
+                self.nbc_at[a[0]] = len(ops)
+                ops.append((COMPUTE, 0.0))  # the collective, once its completion names it
+            elif k == "NonBlockingCollectiveComplete":
+                at = self.nbc_at.pop(a[5], None)
+                if at is None:
+                    raise self.error(k, e[1], f"completes collective request {a[5]}, which no "
+                                              "NonBlockingCollectiveRequest started")
+                # Run where it started: every rank starts a communicator's collectives in the same
+                # order (MPI's rule), while they may complete them in different orders.
+                new = self.collective((k, e[1], a[:5]), "")
+                if len(new) > 1:
+                    raise self.error(k, e[1], "a non-blocking creation of a communicator, which the otf2 app "
+                                              "does not replay")
+                if new:
+                    ops[at] = new[0]
             else:
                 raise self.error(k, e[1], "an MPI record the otf2 app does not replay")
         if wait:
@@ -469,7 +491,8 @@ class _Rank:
         self.next_req = q + 1
         return q
 
-    def collective(self, e: tuple, region: str) -> None:
+    def collective(self, e: tuple, region: str) -> list[tuple]:
+        """The ops of the collective record ``e`` (in the MPI call ``region``)."""
         op, c, root, sent, recvd = e[2]
         opname = str(getattr(op, "name", "") or op).rsplit(".", 1)[-1]
         spec = _COLLS.get(opname)
@@ -479,12 +502,10 @@ class _Rank:
         ci = self.comm(e, c)
         p = len(self.comms[ci])
         if name == "destroy":
-            return
+            return []
         if name == "create":
-            if region in _SPLITS:
-                self.ops.append((COLL, ci, "allgather", _SPLIT_BYTES, -1))
-            self.ops.append((COLL, ci, "allreduce", _CTX_MASK_BYTES, -1))
-            return
+            out = [(COLL, ci, "allgather", _SPLIT_BYTES, -1)] if region in _SPLITS else []
+            return out + [(COLL, ci, "allreduce", _CTX_MASK_BYTES, -1)]
         if name in ("bcast", "scatter", "gather", "reduce"):
             if not 0 <= root < p:
                 raise self.error(e[0], e[1], f"{opname} has root {root}, not a rank of its communicator (size {p})")
@@ -502,7 +523,7 @@ class _Rank:
             n = sent / p
         if isinstance(n, float) and n.is_integer():
             n = int(n)
-        self.ops.append((COLL, ci, name, n, root))
+        return [(COLL, ci, name, n, root)]
 
     def finish(self) -> list[tuple]:
         where = f"trace {self.path!r}: location {self.name!r} (rank {self.rank})"
@@ -511,6 +532,9 @@ class _Rank:
         if self.irecv_at:
             rid = next(iter(self.irecv_at))
             raise TraceError(f"{where}: receive request {rid} (MpiIrecvRequest) never completes (no MpiIrecv)")
+        if self.nbc_at:
+            rid = next(iter(self.nbc_at))
+            raise TraceError(f"{where}: collective request {rid} (NonBlockingCollectiveRequest) never completes")
         last = self.last_end if self.last_end is not None else self.first
         if last is not None and self.last_time > last:
             self.ops.append((COMPUTE, (self.last_time - last) / self.res * self.scale))

@@ -322,3 +322,22 @@ def test_the_benchmark_compares_the_same_simulations():
     assert set(res["patterns"]) == {"stencil3d", "allreduce", "pairs"}
     assert all(p["replay_vs_skeleton_cpu"] > 0 and p["trace_events"] > 0 for p in res["patterns"].values())
     assert "replay/skeleton cpu" in out
+
+
+def test_a_non_blocking_collective_runs_where_it_starts(tmp_path):
+    # MPI_Iallreduce of 4 KiB started at 1 us and completed in an MPI_Wait after 5 us of
+    # compute: replayed as the blocking allreduce, then the compute.
+    p, n = 4, 4096
+    t = Trace(tmp_path / "nbc", p)
+    world = t.comms["world"]
+    for r in range(p):
+        t.w[r].enter(0, t.main)
+        t.call(r, "MPI_Iallreduce", 1000, 1100, early=[("non_blocking_collective_request", (9,))])
+        t.call(r, "MPI_Wait", 6100, 6200, late=[("non_blocking_collective_complete",
+                                                 (CollectiveOp.ALLREDUCE, world, UNDEF, p * n, p * n, 9))])
+        t.w[r].leave(6200, t.main)
+    t.close()
+    prog = load_trace(tmp_path / "nbc").programs[0]
+    assert prog == [(0, 1e-6), (8, 0, "allreduce", n, -1), (0, 5e-6)]
+    rep = run_app("tiny-torus", "otf2", p, trace=str(tmp_path / "nbc"), comm=None)
+    assert rep.bytes_sent == run_app("tiny-torus", "allreduce", p, iters=1, nbytes=n, comm=None).bytes_sent
