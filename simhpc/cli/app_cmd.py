@@ -13,6 +13,8 @@ from pdes.errors import UserError
 from .common import CliError, predict_ranks_arg, prediction_text, print_json, table
 
 HELP = "run one skeleton app alone on a machine: predicted runtime, bytes sent, per-link hot spots"
+#: How a rank's error starts when the otf2 app found its trace unreplayable (apps.otf2trace.trace.TraceError).
+_TRACE_ERROR = "TraceError: "
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -186,6 +188,11 @@ def run(args: argparse.Namespace) -> int:
     except UserError:  # a bad app, argument or option: one line, exit status 2 (common.user_errors)
         raise
     except AppsError as exc:  # the simulated app failed (raised, deadlocked, timed out): exit status 1
+        err = getattr(exc, "error", "")
+        if err.startswith(_TRACE_ERROR):  # a trace the otf2 app cannot replay: bad input, one line
+            if rank == 0:
+                print(f"simhpc: error: {err[len(_TRACE_ERROR):]}", file=sys.stderr)
+            return 2
         if rank == 0:
             print(f"simhpc: error: {exc}", file=sys.stderr)
         return 1

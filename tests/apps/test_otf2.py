@@ -341,3 +341,20 @@ def test_a_non_blocking_collective_runs_where_it_starts(tmp_path):
     assert prog == [(0, 1e-6), (8, 0, "allreduce", n, -1), (0, 5e-6)]
     rep = run_app("tiny-torus", "otf2", p, trace=str(tmp_path / "nbc"), comm=None)
     assert rep.bytes_sent == run_app("tiny-torus", "allreduce", p, iters=1, nbytes=n, comm=None).bytes_sent
+
+
+def test_simhpc_app_reports_an_unreplayable_trace_in_one_line(tmp_path, capsys):
+    from simhpc.cli import main
+
+    t = Trace(tmp_path / "bad", 2)
+    for r in range(2):
+        t.w[r].enter(0, t.main)
+    t.call(1, "MPI_Wait", 10, 20, late=[("mpi_isend_complete", (3,))])
+    for r in range(2):
+        t.w[r].leave(30, t.main)
+    t.close()
+    assert main(["app", "otf2", "--trace", str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"simhpc: error: trace '{tmp_path / 'bad' / 'traces.otf2'}': location 'rank 1' (rank 1): record "
+        "MpiIsendComplete at t=2e-08 s: completes send request 3, which no MpiIsend started"]
