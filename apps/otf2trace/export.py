@@ -191,9 +191,12 @@ def write_otf2(path: str | os.PathLike, recorded: dict[str, Any], *, machine: st
                         group = r["comms"].get(it[2], (None, range(p_world)))[1]
                         me = list(group).index(w)
                         sent, recvd = coll_bytes(it[1], it[4], it[3], me, len(group))
+                        opname = _COLL_OPS[it[1]][0]
+                        if it[1] == "reduce_scatter" and isinstance(it[4], list):
+                            opname = "REDUCE_SCATTER"  # counts per rank
                         wr.mpi_collective_begin(a)
                         late.append((wr.mpi_collective_end,
-                                     (getattr(CollectiveOp, _COLL_OPS[it[1]][0]), cm,
+                                     (getattr(CollectiveOp, opname), cm,
                                       _UNDEF32 if it[3] < 0 else it[3], sent, recvd)))
                     n_events += 1
                 for fn, args in late:

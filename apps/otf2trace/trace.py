@@ -67,7 +67,9 @@ _COLLS = {
     "SCATTERV": ("scatter", "recv"), "GATHER": ("gather", "sent"), "GATHERV": ("gather", "sent"),
     "REDUCE": ("reduce", "sent"), "ALLREDUCE": ("allreduce", "recv/p"), "ALLGATHER": ("allgather", "recv/p"),
     "ALLGATHERV": ("allgather", "recv/p"), "ALLTOALL": ("alltoall", "recv/p"), "ALLTOALLV": ("alltoallv", "sent/p"),
-    "REDUCE_SCATTER": ("reduce_scatter", "recv/p"), "REDUCE_SCATTER_BLOCK": ("reduce_scatter", "recv/p"),
+    # Reduce-scatter with counts per rank: the whole buffer over P (the same on every rank, so
+    # that all choose the same algorithm).
+    "REDUCE_SCATTER": ("reduce_scatter", "sent/p"), "REDUCE_SCATTER_BLOCK": ("reduce_scatter", "recv/p"),
     "CREATE_HANDLE": ("create", None), "DESTROY_HANDLE": ("destroy", None),
 }
 _RMA_PREFIX = "Rma"
