@@ -393,3 +393,31 @@ def test_every_collective_round_trips(tmp_path):
                   otf2=str(tmp_path / "u"), comm=None)
     rep = run_app("tiny-torus", "otf2", 6, ranks_per_node=1, trace=str(tmp_path / "u"), comm=None)
     assert rep.messages == ske.messages and rep.runtime > 0
+
+
+def _polling(mpi):
+    """Rank 0 polls for a large message with test() and compute; rank 1 probes, then receives
+    with waitany; both end with a blocking exchange."""
+    if mpi.rank == 0:
+        req = mpi.irecv(1, tag=5)
+        while not mpi.test(req):
+            mpi.compute(3e-6)
+        mpi.send(1, 10, tag=6)
+    else:
+        mpi.compute(20e-6)
+        mpi.send(0, 200_000, tag=5)
+        mpi.probe(0, 6)
+        _, st = mpi.waitany([mpi.irecv(0, 6)])
+        assert st.nbytes == 10
+    mpi.sendrecv(1 - mpi.rank, 5000)
+
+
+def test_polling_probing_and_waitany_round_trip(tmp_path):
+    from apps import app
+
+    app("test-otf2-polling")(_polling)
+    ske = run_app("tiny-torus", "test-otf2-polling", 2, ranks_per_node=1, otf2=str(tmp_path), comm=None)
+    rep = run_app("tiny-torus", "otf2", 2, ranks_per_node=1, trace=str(tmp_path), comm=None)
+    assert (rep.runtime, rep.bytes_sent, rep.events) == (ske.runtime, ske.bytes_sent, ske.events)
+    prog = load_trace(tmp_path).programs[0]
+    assert sum(1 for op in prog if op[0] == 7) >= 5  # the failed tests replay as tests
