@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,7 +203,10 @@ def load_trace(path: str | os.PathLike, *, job: int | None = None, compute_scale
         builders = {_ref(loc): _Rank(i, str(loc.name), res, compute_scale, comm_index, comms, names, regions, p)
                     for i, loc in enumerate(locs)}
         skipped: dict[str, int] = {}
-        n = _read_records(tr, [_ref(loc) for loc in locs], builders, skipped)
+        try:
+            n = _read_records(tr, [_ref(loc) for loc in locs], builders, skipped)
+        except _NoFastPath:
+            n = _read_events(tr, locs, builders, skipped)
     programs = [b.finish() for b in builders.values()]
     return ReplayTrace(path=p, ranks=len(locs), programs=programs, comms=comms, comm_names=names,
                        skipped=skipped, records=n)
@@ -218,6 +222,29 @@ def _ref(d: Any) -> int:
 _BATCH = 65536
 
 
+class _NoFastPath(Exception):
+    """The installed bindings lack what the callback reader uses (their internals changed)."""
+
+
+def _read_events(tr: Any, locs: list[Any], builders: dict[int, "_Rank"], skipped: dict[str, int]) -> int:
+    """:func:`_read_records` through the bindings' event objects (slower; for bindings whose
+    internals the callback reader does not know). Each event's fields, in the order of its
+    record, become the args; definitions become their ids."""
+    n = 0
+    for loc, ev in tr.events(locs):
+        n += 1
+        args = []
+        for name, typ, _ in type(ev)._fields[1:]:
+            if name == "attributes":
+                continue
+            v = getattr(ev, re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower())  # msgTag -> msg_tag
+            if typ.endswith("Ref"):
+                v = _ref(v)
+            args.append(v)
+        builders[_ref(loc)].record(type(ev).__name__, ev.time, tuple(args), skipped)
+    return n
+
+
 def _read_records(tr: Any, locs: list[int], builders: dict[int, "_Rank"], skipped: dict[str, int]) -> int:
     """Read the events of ``locs`` in time order, handing each record to its location's
     builder as ``(kind, time, args)``; returns how many were read.
@@ -229,10 +256,17 @@ def _read_records(tr: Any, locs: list[int], builders: dict[int, "_Rank"], skippe
     import ctypes
     import importlib
 
-    import _otf2
-    from _otf2.Config import conf
+    try:
+        import _otf2
+        from _otf2.Config import conf
 
-    gcb = importlib.import_module("_otf2.GlobalEvtReaderCallbacks")
+        gcb = importlib.import_module("_otf2.GlobalEvtReaderCallbacks")
+        prefix = "_GlobalEvtReaderCallback_FP_"
+        kinds = [n[len(prefix):] for n in dir(gcb) if n.startswith(prefix)]
+        if "Enter" not in kinds or not hasattr(gcb, "GlobalEvtReaderCallbacks") or not hasattr(tr, "handle"):
+            raise _NoFastPath()
+    except (ImportError, AttributeError):
+        raise _NoFastPath() from None
 
     h = tr.handle
     for loc in locs:
@@ -268,11 +302,8 @@ def _read_records(tr: Any, locs: list[int], builders: dict[int, "_Rank"], skippe
 
     cbs = _otf2.GlobalEvtReaderCallbacks_New()
     try:
-        prefix = "_GlobalEvtReaderCallback_FP_"
-        for name in dir(gcb):
-            if not name.startswith(prefix):
-                continue
-            kind = name[len(prefix):]
+        for kind in kinds:
+            name = prefix + kind
             setter = getattr(conf.lib, f"OTF2_GlobalEvtReaderCallbacks_Set{kind}Callback", None)
             if setter is None:
                 continue

@@ -421,3 +421,20 @@ def test_polling_probing_and_waitany_round_trip(tmp_path):
     assert (rep.runtime, rep.bytes_sent, rep.events) == (ske.runtime, ske.bytes_sent, ske.events)
     prog = load_trace(tmp_path).programs[0]
     assert sum(1 for op in prog if op[0] == 7) >= 5  # the failed tests replay as tests
+
+
+def test_the_bindings_event_objects_give_the_same_programs(tmp_path, monkeypatch):
+    # The slower path, for bindings whose internals the callback reader does not know.
+    from apps.otf2trace import trace as T
+
+    _ring_trace(tmp_path / "ring", 4, iters=2, nbytes=100_000, gap_ns=5000, nonblocking=True)
+    run_app("tiny-torus", "stencil2d", 4, iters=2, otf2=str(tmp_path / "st"), comm=None)
+    fast = [T.load_trace(tmp_path / name) for name in ("ring", "st")]
+
+    def refuse(*_a, **_k):
+        raise T._NoFastPath()
+
+    monkeypatch.setattr(T, "_read_records", refuse)
+    slow = [T.load_trace(tmp_path / name) for name in ("ring", "st")]
+    for f, s in zip(fast, slow):
+        assert s.programs == f.programs and s.records == f.records and s.comms == f.comms
