@@ -542,7 +542,7 @@ class CountProfile:
             k = j + 1
         return None
 
-    def earlier(self, nodes: int, duration: float, stop: int) -> float | None:
+    def earlier(self, nodes: int, duration: float, stop: int, k: int = 0) -> float | None:
         """The earliest breakpoint ``t`` before ``times[stop]`` from which ``nodes`` are free
         on ``[t, t + duration)`` or up to ``times[stop]``, whichever comes first.
 
@@ -550,10 +550,10 @@ class CountProfile:
         starting there: the slot is as long as the job, so a window starting earlier ends
         inside it, where the job's own nodes are free (no count is negative). A run of
         segments with enough nodes that reaches the slot therefore fits from its start.
+        ``k``: the first segment that may have enough nodes (the search starts there).
         """
         times = self.times
         free = self.free
-        k = 0
         while k < stop:
             if free[k] < nodes:
                 k += 1
@@ -725,11 +725,12 @@ class Conservative(BackfillPolicy):
                 continue
             n = job.nodes
             stop = bisect_left(times, s)
-            # Quick test: no instant before s has enough free nodes to start it.
-            if stop == 0 or most[stop - 1] < n:
+            # The first segment with n free nodes; none before s: it cannot move.
+            first = bisect_left(most, n, 0, stop)
+            if first >= stop:
                 continue
             d = job.estimate
-            t = prof.earlier(n, d, stop)
+            t = prof.earlier(n, d, stop, first)
             if t is not None:
                 prof.add(s, _slot_end(s, d), n)
                 prof.add(t, _slot_end(t, d), -n)
