@@ -68,21 +68,21 @@ class _Profile:
         times, free = self.times, self.free
         os_, oe = own if own is not None else (_INF, _INF)
         m = len(times)
-        for k in range(m):
+        k = 0
+        while k < m:
             t = times[k]
             if t >= before:
                 return None
             end = t + dur
-            ok = True
             j = k
             while j < m and (j == k or times[j] < end):
-                f = free[j] + (n if own is not None and os_ <= times[j] < oe else 0)
-                if f < n:
-                    ok = False
+                if free[j] + (n if os_ <= times[j] < oe else 0) < n:
                     break
                 j += 1
-            if ok:
+            else:
                 return t
+            # Every start up to segment j would cover it: try the next one after it.
+            k = j + 1
         return None
 
 
