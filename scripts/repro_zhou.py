@@ -26,8 +26,8 @@ least-blocking; simhpc's partition allocators take the first free partition in g
 Scales (--scale): full runs Mira's midplanes, partitions of 1K-8K nodes, 10,000 jobs x 5
 seeds and the whole 5 x 5 sweep (under mpirun the runs are dealt out over the ranks);
 reduced keeps the midplane grid but with midplanes of 2x2x2x2x2 routers (32 nodes, so the
-partitions are 64-512 nodes in the same midplane shapes), 400 jobs x 2 seeds and the two
-one-parameter sweeps; tiny the reduced partitions of 1K and 2K shape, 100 jobs x 2 seeds.
+1K, 2K and 4K partitions have 64, 128 and 256 nodes in the same midplane shapes; the 8K one
+is left out), 400 jobs x 2 seeds and the two one-parameter sweeps; tiny the reduced partitions of 1K and 2K shape, 100 jobs x 2 seeds.
 --dry-run builds the machines and workloads and prints them. The network model is a
 parameter (--network, default flow).
 
@@ -63,7 +63,7 @@ FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5)
 SCALES = {
     #          midplane          sizes                    iters (a2a, halo)  jobs  seeds  sweep
     "full": ((4, 4, 4, 4, 2), (1024, 2048, 4096, 8192), (2, 5), 10000, 5, "grid"),
-    "reduced": ((2, 2, 2, 2, 2), (1024, 2048, 4096, 8192), (2, 5), 400, 2, "cross"),
+    "reduced": ((2, 2, 2, 2, 2), (1024, 2048, 4096), (2, 5), 400, 2, "cross"),
     "tiny": ((2, 2, 2, 2, 2), (1024, 2048), (1, 2), 100, 2, "cross"),
 }
 
