@@ -105,7 +105,8 @@ class Process(greenlet):
         killed: True if it was ended by :meth:`kill`.
         result: the function's return value once done.
         waiting_for: what a blocked process waits for; models (the MPI layer) set a precise
-            description so that deadlock reports can say it.
+            description so that deadlock reports can say it: a string, or any object whose
+            ``str()`` gives it, made only when a report asks (a blocked process waits often).
     """
 
     # The slots read on every message come first, next to the greenlet header that a switch

@@ -784,7 +784,7 @@ class Simulator:
                 entity=repr(p.entity),
                 process=p.name,
                 state="scheduled" if p in scheduled else "hibernating",
-                waiting_for=p.waiting_for,
+                waiting_for=str(p.waiting_for),
                 rank=self.rank,
                 location=blocked_at(p),
             )

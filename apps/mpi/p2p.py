@@ -139,7 +139,7 @@ class Endpoint:
         "node", "js", "w", "job", "rank_nodes", "eager", "ctrl", "net_send", "proc",
         "posted", "wild", "unexp", "aseq", "pseq", "sseq", "rseq", "held", "rdv", "next_id",
         "n_wait", "waiting", "probing", "coll", "bytes_sent", "msgs_sent", "done", "end",
-        "sleeping_until", "_rng", "world", "rdv_out", "_descs", "poll_s", "rec",
+        "sleeping_until", "_rng", "world", "rdv_out", "_probe_text", "poll_s", "rec",
     )
 
     def __init__(self, node: Any, js: Any, world_rank: int):
@@ -175,7 +175,7 @@ class Endpoint:
         self._rng: random.Random | None = None
         self.world: Any = None
         self.rdv_out = 0  # rendezvous sends whose data left but whose on_sent is pending
-        self._descs: dict[tuple, str] = {}
+        self._probe_text = ""
         self.rec: Any = None  # the rank's call log when the run records a trace (apps.otf2trace)
 
     # -- sending ------------------------------------------------------------------------
@@ -374,29 +374,22 @@ class Endpoint:
             if n == 0:
                 self.proc.resume(req)
 
-    def _describe(self, req: Request) -> str:
-        """``req``'s description for ``Process.waiting_for``, prefixed with the collective
-        in progress; cached, since a rank blocks on the same kinds of request again and again."""
-        key = (req.comm, req.kind, req.peer, req.tag, req.nbytes if req.kind == SEND else 0, self.coll)
-        d = self._descs.get(key)
-        if d is None:
-            d = self._descs[key] = self.coll + req.describe()
-        return d
-
     def wait1(self, req: Request) -> None:
         """Block the rank (the calling process) until ``req`` completes."""
         req.watched = True
         self.n_wait = 1
         proc = self.proc
         self.waiting = req
-        proc.waiting_for = self._describe(req)
+        # The text is made only if a report needs it (see __str__): a rank waits once per
+        # message, and a deadlock report is rare.
+        proc.waiting_for = self
         proc.hibernate()
         self.waiting = None
 
     def _describe_all(self, reqs: list[Request]) -> str:
         pending = [r for r in reqs if not r.done]
         if len(pending) == 1:
-            return self._describe(pending[0])
+            return self.coll + pending[0].describe()
         return self.coll + "waitall(" + "; ".join(r.describe() for r in pending) + ")"
 
     def wait_all(self, reqs: list[Request]) -> None:
@@ -410,7 +403,7 @@ class Endpoint:
             self.n_wait = n
             self.waiting = reqs
             proc = self.proc
-            proc.waiting_for = self._describe_all(reqs)
+            proc.waiting_for = self
             proc.hibernate()
             self.waiting = None
 
@@ -424,7 +417,7 @@ class Endpoint:
         self.n_wait = 1
         self.waiting = tuple(reqs)
         proc = self.proc
-        proc.waiting_for = self.coll + "waitany(" + "; ".join(r.describe() for r in reqs) + ")"
+        proc.waiting_for = self
         got = proc.hibernate()
         self.waiting = None
         for r in reqs:
@@ -450,16 +443,16 @@ class Endpoint:
         self.probing = (ctx, src, tag)
         s = "ANY_SOURCE" if src == ANY_SOURCE else src
         t = "ANY_TAG" if tag == ANY_TAG else tag
-        self.proc.waiting_for = f"probe(source={s}, tag={t}, comm={comm.name})"
+        self._probe_text = f"probe(source={s}, tag={t}, comm={comm.name})"
+        self.proc.waiting_for = self
         self.waiting = "probe"
         st = self.proc.hibernate()
         self.waiting = None
         return st
 
     def blocked_on(self) -> str:
-        """What this rank is blocked on (for reports after a run). For a waitall it lists the
-        requests still pending now; ``Process.waiting_for`` keeps the text set when the rank
-        blocked (updating it at every completion would cost O(k^2) for k requests)."""
+        """What this rank is blocked on (for reports after a run), prefixed with the
+        collective in progress. For a waitall it lists the requests still pending now."""
         if self.done:
             return "finished"
         w = self.waiting
@@ -468,7 +461,13 @@ class Endpoint:
                 return f"compute (until t={self.sleeping_until!r})"
             return "running"
         if isinstance(w, Request):
-            return self._describe(w)
+            return self.coll + w.describe()
         if isinstance(w, list):
             return self._describe_all(w)
-        return self.proc.waiting_for  # waitany, probe: fixed while blocked
+        if isinstance(w, tuple):
+            return self.coll + "waitany(" + "; ".join(r.describe() for r in w) + ")"
+        return self._probe_text
+
+    def __str__(self) -> str:
+        # A blocked rank's Process.waiting_for is its endpoint: the text is made on demand.
+        return self.blocked_on()

@@ -24,7 +24,6 @@ give its zero-load route, dimension order.
 
 from __future__ import annotations
 
-import array
 from dataclasses import InitVar, dataclass, field
 from functools import cached_property
 from math import prod
@@ -215,9 +214,11 @@ class Torus(Topology):
 
     # ------------------------------------------------------------------ routing
     @cached_property
-    def _s2l_scalar(self) -> array.array:
-        # array('q') indexing returns Python ints directly (no numpy scalar boxing).
-        return array.array("q", self._s2l.tobytes())
+    def _s2l_scalar(self) -> list[int]:
+        # A list of Python ints: indexing boxes nothing, and every cached route shares the same
+        # int objects (an array('q') made a new 28-byte int per hop of every route, about a
+        # third of the memory per rank of a large job).
+        return self._s2l.tolist()
 
     def _route1(self, src: int, dst: int, key: int) -> tuple[int, ...]:
         c = self.nodes_per_router

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Cost per event, per message and memory per simulated rank as a job grows.
+
+For each rank count of ``--ranks`` (default 1,024, 4,096 and 16,384), one job of ``--app``
+(default: an allreduce of 1 KiB, ``--iters`` times) with one rank per node on the Mira preset
+(49,152 nodes, 5-D torus; ``--machine``), on the ``--network`` model (default ``ideal``, so
+that only the kernel and the MPI layer count), each in a fresh process, ``--rounds`` times,
+interleaved. Per configuration (medians):
+
+* ``run cpu s``: CPU of ``Simulator.run`` alone (building the machine and the job excluded);
+* ``us/event`` and ``us/msg``: that CPU per executed event and per point-to-point message
+  sent (collectives count their messages); ``vs smallest``: us/event over the smallest job's;
+* ``KiB/rank``: the process's peak resident memory minus its resident memory once the machine
+  was built, per rank (everything a rank costs: its process and stack, MPI state, routes,
+  events in flight); ``marginal``: the growth of the peak from the previous rank count, per
+  added rank (the fixed costs cancel).
+
+Baseline: the smallest rank count (cost per event should not grow with scale).
+
+Usage: ``python scripts/bench_scale.py [--ranks 1024,4096,16384] [--rounds 3]``.
+The last line of output is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import harness as h
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")  # pragma: no cover - Linux only
+
+
+def child(a: argparse.Namespace, ranks: int) -> None:
+    from apps.node import LaunchSpec
+    from apps.platform import build_platform
+    from apps.registry import bind_args
+    from models.presets import get_machine
+
+    m = get_machine(a.machine)
+    if ranks > m.n_nodes:
+        sys.exit(f"bench_scale: {ranks} ranks do not fit {a.machine} ({m.n_nodes} nodes) at one rank per node")
+    plat = build_platform(m, a.network, seed=1, comm=None)
+    app_args = {"iters": a.iters}
+    if a.app == "allreduce":
+        app_args["nbytes"] = a.nbytes
+    args = bind_args(a.app, app_args, size=ranks)
+    base = _rss_mib()
+    plat.launch(LaunchSpec.build(job=1, app=a.app, args=args, rank_nodes=list(range(ranks)), report_to=plat.manager_eid))
+    c0 = time.process_time()
+    st = plat.sim.run()
+    cpu = time.process_time() - c0
+    rec = plat.shared_record(1)
+    if rec.status != "ok":
+        sys.exit(f"bench_scale: the job ended {rec.status}: {rec.error}")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"ranks": ranks, "events": st.events, "messages": plat.net.state.messages,
+                      "run_cpu_s": cpu, "base_mib": base, "peak_mib": peak}))
+
+
+def main() -> None:
+    ap = h.parser(__doc__, rounds=3)
+    ap.add_argument("--ranks", default="1024,4096,16384")
+    ap.add_argument("--machine", default="mira")
+    ap.add_argument("--app", default="allreduce")
+    ap.add_argument("--network", default="ideal")
+    ap.add_argument("--nbytes", type=int, default=1024)
+    ap.add_argument("--iters", type=int, default=2)
+    ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        child(a, a.child)
+        return
+    sizes = sorted(int(r) for r in a.ranks.split(","))
+    me = [sys.executable, __file__, "--machine", a.machine, "--app", a.app, "--network", a.network,
+          "--nbytes", str(a.nbytes), "--iters", str(a.iters)]
+    runs: dict[int, list[dict]] = {n: [] for n in sizes}
+    for rnd in range(a.rounds):
+        for n in sizes:
+            p = subprocess.run(me + ["--child", str(n)], capture_output=True, text=True)
+            if p.returncode != 0:
+                sys.exit(f"bench_scale: {n} ranks failed:\n{p.stderr}")
+            r = h.last_json(p.stdout)
+            runs[n].append(r)
+            print(f"  round {rnd + 1}/{a.rounds} {n:>6} ranks: {r['run_cpu_s']:.2f} s run CPU, "
+                  f"peak {r['peak_mib']:.0f} MiB", file=sys.stderr)
+    rows, out = [], {}
+    first = None
+    prev = None
+    for n in sizes:
+        cpu = h.median(r["run_cpu_s"] for r in runs[n])
+        ev, msgs = runs[n][0]["events"], runs[n][0]["messages"]
+        peak = h.median(r["peak_mib"] for r in runs[n])
+        base = h.median(r["base_mib"] for r in runs[n])
+        per_ev = cpu / ev * 1e6
+        first = per_ev if first is None else first
+        kib = (peak - base) * 1024 / n
+        marginal = (peak - prev[1]) * 1024 / (n - prev[0]) if prev else float("nan")
+        prev = (n, peak)
+        out[str(n)] = {"events": ev, "messages": msgs, "run_cpu_s": h.r4(cpu), "us_per_event": h.r4(per_ev),
+                       "us_per_message": h.r4(cpu / msgs * 1e6), "per_event_vs_smallest": h.r4(per_ev / first),
+                       "peak_mib": h.r4(peak), "kib_per_rank": h.r4(kib), "marginal_kib_per_rank": h.r4(marginal)}
+        rows.append([f"{n:,}", f"{ev:,}", f"{msgs:,}", f"{cpu:.2f}", f"{per_ev:.2f}", f"{cpu / msgs * 1e6:.2f}",
+                     f"{per_ev / first:.2f}", f"{peak:.0f}", f"{kib:.1f}", "-" if prev[0] == sizes[0] else f"{marginal:.1f}"])
+    print(f"{a.app} ({a.nbytes} B, {a.iters} iterations) on {a.machine}, {a.network} network, one rank per node; "
+          f"medians of {a.rounds} round(s); baseline: the smallest job")
+    print(h.table(rows, ["ranks", "events", "messages", "run cpu s", "us/event", "us/msg", "vs smallest",
+                         "peak MiB", "KiB/rank", "marginal"]))
+    h.emit({"bench": "scale", "machine": a.machine, "app": a.app, "network": a.network, "rounds": a.rounds,
+            "baseline": f"{sizes[0]} ranks", "results": out})
+
+
+if __name__ == "__main__":
+    main()
