@@ -68,8 +68,8 @@ def test_run_prints_config_and_applies_overrides(capsys):
     (["run", "--out", "/no/such/dir/r.h5", "--set", "workload.jobs=2"], "does not exist"),
     (["run", "--out", ".", "--set", "workload.jobs=2"], "--out '.' is a directory"),
     # Checked when the run builds the scheduler: still named with the experiment it came from.
-    (["run", "--no-out", "--set", "scheduler.backfill_options.depth=1"],
-     "<default experiment>: scheduler: backfill 'easy' takes no option(s) depth"),
+    (["run", "--no-out", "--set", "scheduler.backfill_options.reserve=1"],
+     "<default experiment>: scheduler: backfill 'easy' takes no option(s) reserve"),
     (["show", "missing.h5"], "missing.h5"),
 ])
 def test_user_mistakes_are_one_line_errors(capsys, argv, message):
