@@ -248,7 +248,7 @@ def test_capacity_is_never_exceeded(order, backfill):
     assert all(j.end_time - j.start_time <= j.request_time for j in res.jobs)  # killed at walltime
 
 
-@pytest.mark.parametrize("backfill", ["none", "firstfit", "easy"])
+@pytest.mark.parametrize("backfill", ["none", "firstfit", "easy", "easy-sjbf"])
 @pytest.mark.parametrize("order", ["fcfs", "sjf", "wfp"])
 @pytest.mark.parametrize("exact", [True, False])
 def test_general_path_equals_count_arithmetic_on_firstfree(order, backfill, exact):

@@ -161,7 +161,7 @@ def reference_depth(jobs: list[Job], n_nodes: int, depth: int, order_key, sjbf: 
     return start
 
 
-@pytest.mark.parametrize("depth", [2, 4])
+@pytest.mark.parametrize("depth", [1, 2, 4])
 @pytest.mark.parametrize("order", ["fcfs", "sjf"])
 @pytest.mark.parametrize("sjbf", [False, True])
 def test_depth_matches_a_plain_reference_implementation(depth, order, sjbf):
