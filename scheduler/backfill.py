@@ -35,7 +35,8 @@ Reservation depth
     depth 1). With k at least the queue length every waiting job holds a reservation, as
     in ``conservative``, but the plan is made afresh at each pass rather than kept and
     compressed, so a reservation may move later when the order of the queue changes. Depth
-    above 1 plans on a count profile and so needs a ``count_only`` allocator.
+    above 1 plans on a count profile with ``count_only`` allocators; with others each
+    reservation is pinned to the nodes ``select`` chose, as conservative's are (see below).
 
 Planning uses each job's estimate (``Job.estimate``, set at submission by the run's estimate
 model, :mod:`scheduler.estimates`; by default the request) and expected ends, ``start +
@@ -255,14 +256,6 @@ class Easy(BackfillPolicy):
         if self._profile:
             self.scope = "all"
 
-    def setup(self, sched: "SchedulerEntity") -> None:
-        super().setup(sched)
-        if self.depth > 1 and not sched.allocator.count_only:
-            raise UserError(
-                f"backfill {self.name!r} with depth {self.depth} needs an allocator that places any n free "
-                f"nodes (count_only), such as firstfree; allocator {sched.allocator.name!r} is not one: "
-                "use depth 1 or conservative")
-
     def needs_pass(self, sched: "SchedulerEntity") -> bool:
         # A new job may have become the head (or one of the first k): give it its reservation.
         if not sched.arrived:
@@ -333,6 +326,9 @@ class Easy(BackfillPolicy):
 
     def _schedule_profile(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
         """``depth`` reservations on a count profile (see the module docstring)."""
+        if self.general:
+            self._schedule_pinned(sched, queue)
+            return
         alloc = sched.allocator
         state = sched.state
         now = sched.sim.now
@@ -371,6 +367,44 @@ class Easy(BackfillPolicy):
                 if nodes is not None:
                     sched.start_job(job, nodes)
                     prof.add(now, _slot_end(now, est), -size)
+
+    def _schedule_pinned(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
+        """``depth`` reservations pinned to the nodes the allocator chose for them (the
+        general path; the count profile of the same plan only rules instants out)."""
+        now = sched.sim.now
+        soon = _horizon(now)  # "before soon": a start now
+        prof = CountProfile(now, sched.state.n_free, sched.ends, soon)
+        slots: list[tuple[Job, float, float, np.ndarray]] = []
+        left = self.depth
+        n = len(queue)
+        i = 0
+        while i < n and left:
+            job = queue[i]
+            i += 1
+            found = find_pinned(sched, job, now, prof, slots)
+            if found is None:
+                raise SchedulerError(f"job {job.job_id} ({job.nodes} nodes) fits no future state of the machine")
+            t, nodes = found
+            end = _slot_end(t, job.estimate)
+            prof.add(t, end, -job.nodes)
+            if t <= now:
+                sched.start_job(job, nodes)
+                continue
+            slots.append((job, t, end, nodes))
+            sched.note_reservation(job, t)
+            left -= 1
+        cands = sorted(queue[i:], key=_by_estimate) if self.sjbf else islice(queue, i, None)
+        state = sched.state
+        for job in cands:
+            free = state.n_free
+            if free == 0:
+                return
+            if job.nodes > free:
+                continue
+            found = find_pinned(sched, job, now, prof, slots, before=soon)
+            if found is not None:
+                sched.start_job(job, found[1])
+                prof.add(now, _slot_end(now, job.estimate), -job.nodes)
 
     @staticmethod
     def shadow_count(sched: "SchedulerEntity", head: Job) -> tuple[float, int]:
@@ -791,50 +825,9 @@ class Conservative(BackfillPolicy):
                       ) -> tuple[float, np.ndarray] | None:
         """Earliest ``(start, nodes)`` before ``before`` for ``job`` given pinned reservations
         (``job`` holds none of them; ``own`` is its former slot, still in ``prof``)."""
-        alloc = sched.allocator
-        horizon = _horizon(now)
-        # (time, kind, seq, job, nodes): kind 0 releases before kind 1 commits at one instant.
-        events: list[tuple[float, int, int, Job, np.ndarray]] = []
-        for t, _, j in sched.ends:
-            events.append((t if t >= horizon else horizon, 0, j.seq, j, j.assigned_nodes))
         jobs_by_id = {j.job_id: j for j in sched.queue}
-        for jid, (s, e, nodes) in self._res.items():
-            rj = jobs_by_id[jid]
-            events.append((s, 1, rj.seq, rj, nodes))
-            events.append((e, 0, rj.seq, rj, nodes))
-        events.sort(key=lambda ev: (ev[0], ev[1], ev[2]))
-        commit_times = [ev[0] for ev in events if ev[1] == 1]
-        commits = [(ev[3], ev[4]) for ev in events if ev[1] == 1]
-        candidates = sorted({ev[0] for ev in events if ev[1] == 0 and ev[0] > now})
-        candidates.insert(0, now)
-        base = sched.state.copy()
-        idx = 0
-        m = len(events)
-        for ts in candidates:
-            if ts >= before:
-                return None
-            while idx < m and events[idx][0] <= ts:
-                t, kind, _, ej, nodes = events[idx]
-                if kind == 0:
-                    alloc.release(ej, nodes, base)
-                else:
-                    alloc.commit(ej, nodes, base)
-                idx += 1
-            if not prof.fits(ts, job.nodes, job.estimate, own):
-                continue
-            # The job's nodes must stay placeable over its whole slot: block, on a copy of the
-            # state at ts, what every reservation starting inside the slot will hold
-            # (releases inside the slot cannot help a job that is already running).
-            inside = commits[bisect_right(commit_times, ts): bisect_left(commit_times, _slot_end(ts, job.estimate))]
-            if inside:
-                win = base.copy()
-                alloc.block(inside, win)
-            else:
-                win = base
-            nodes = alloc.select(job, win)
-            if nodes is not None:
-                return ts, nodes
-        return None
+        slots = [(jobs_by_id[jid], s, e, nodes) for jid, (s, e, nodes) in self._res.items()]
+        return find_pinned(sched, job, now, prof, slots, before, own)
 
     # -- starting -------------------------------------------------------------------------
     def _start_due(self, sched: "SchedulerEntity", queue: list[Job], now: float) -> None:
@@ -858,3 +851,54 @@ class Conservative(BackfillPolicy):
                     raise SchedulerError(f"job {job.job_id} was reserved at t={now!r} but does not fit")
             del res[job.job_id]
             sched.start_job(job, nodes)
+
+
+def find_pinned(sched: "SchedulerEntity", job: Job, now: float, prof: CountProfile,
+                slots: "list[tuple[Job, float, float, np.ndarray]]", before: float = _INF,
+                own: tuple[float, float, int] | None = None) -> tuple[float, np.ndarray] | None:
+    """Earliest ``(start, nodes)`` before ``before`` for ``job`` through the allocator, given
+    the running jobs' expected ends and reservations pinned to nodes (``slots``: ``(job,
+    start, end, nodes)``; ``job`` holds none of them; ``own`` is its former slot, still in the
+    count profile ``prof`` of the same plan, which rules out most instants first)."""
+    alloc = sched.allocator
+    horizon = _horizon(now)
+    # (time, kind, seq, job, nodes): kind 0 releases before kind 1 commits at one instant.
+    events: list[tuple[float, int, int, Job, np.ndarray]] = []
+    for t, _, j in sched.ends:
+        events.append((t if t >= horizon else horizon, 0, j.seq, j, j.assigned_nodes))
+    for rj, s, e, nodes in slots:
+        events.append((s, 1, rj.seq, rj, nodes))
+        events.append((e, 0, rj.seq, rj, nodes))
+    events.sort(key=lambda ev: (ev[0], ev[1], ev[2]))
+    commit_times = [ev[0] for ev in events if ev[1] == 1]
+    commits = [(ev[3], ev[4]) for ev in events if ev[1] == 1]
+    candidates = sorted({ev[0] for ev in events if ev[1] == 0 and ev[0] > now})
+    candidates.insert(0, now)
+    base = sched.state.copy()
+    idx = 0
+    m = len(events)
+    for ts in candidates:
+        if ts >= before:
+            return None
+        while idx < m and events[idx][0] <= ts:
+            t, kind, _, ej, nodes = events[idx]
+            if kind == 0:
+                alloc.release(ej, nodes, base)
+            else:
+                alloc.commit(ej, nodes, base)
+            idx += 1
+        if not prof.fits(ts, job.nodes, job.estimate, own):
+            continue
+        # The job's nodes must stay placeable over its whole slot: block, on a copy of the
+        # state at ts, what every reservation starting inside the slot will hold
+        # (releases inside the slot cannot help a job that is already running).
+        inside = commits[bisect_right(commit_times, ts): bisect_left(commit_times, _slot_end(ts, job.estimate))]
+        if inside:
+            win = base.copy()
+            alloc.block(inside, win)
+        else:
+            win = base
+        nodes = alloc.select(job, win)
+        if nodes is not None:
+            return ts, nodes
+    return None
