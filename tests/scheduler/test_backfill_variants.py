@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from models.topology import FatTree
 from scheduler.backfill import BACKFILLS, EasySJBF, make_backfill
 from scheduler.errors import UserError
 from scheduler.job import Job
 from scheduler.lifecycle import simulate
 from scheduler.metrics import capacity_violations
 from scheduler.workload import Exponential, LogNormal, PowerOfTwo, SyntheticWorkload, Uniform
+from tests_support import load_test_module
 
 
 def J(jid, nodes, submit, run, request=None, **kw):
@@ -188,8 +188,27 @@ def test_bad_depth_and_unsupported_allocator_are_clear_errors():
         make_backfill("easy", depth=0)
     with pytest.raises(UserError, match="depth .*must be an integer >= 1"):
         make_backfill("easy-sjbf", depth="all")
-    jobs = [J(1, 2, 0, 10)]
-    topo = FatTree(levels=2, down=(4, 5), up=(1, 4))  # 20 nodes
-    with pytest.raises(UserError, match="depth 2 needs an allocator that places any n free nodes"):
-        simulate(jobs, n_nodes=20, allocator="t123", topology=topo, backfill="easy", backfill_options={"depth": 2})
     assert "easy-sjbf" in BACKFILLS
+
+
+def test_depth_on_the_general_path_gives_the_hand_schedule():
+    jobs = [J(*t) for t in DEPTH_JOBS]
+    res = simulate(jobs, n_nodes=4, backfill="easy", backfill_options={"depth": 2, "general": True})
+    assert starts(res) == {1: 0, 2: 100, 3: 110, 4: 120}
+
+
+ALLOC = load_test_module("scheduler/test_alloc_backfill.py")
+
+
+@pytest.mark.parametrize("name,topo,opts", ALLOC.CASES[:3], ids=[c[0] for c in ALLOC.CASES[:3]])
+@pytest.mark.parametrize("backfill,depth", [("easy", 2), ("easy-sjbf", 3)])
+def test_depth_with_topology_aware_allocators_pins_reservations_to_nodes(name, topo, opts, backfill, depth):
+    a = ALLOC.alloc(name, topo, **opts)
+    jobs = ALLOC.workload(80, 32, seed=2)
+    res = simulate(jobs, allocator=a, backfill=backfill, backfill_options={"depth": depth})
+    assert capacity_violations(res.jobs, a.n_nodes) == []
+    assert all(j.start_time >= j.submit_time for j in res.jobs)
+    for x, y in ALLOC.overlapping(res.jobs):  # no node held by two jobs at once
+        assert not set(x.assigned_nodes.tolist()) & set(y.assigned_nodes.tolist()), (x.job_id, y.job_id)
+    ALLOC.check_isolation(name, topo, res.jobs)
+    assert sum(j.reservation_time is not None for j in res.jobs) > 5
