@@ -67,7 +67,10 @@ Conservative backfilling
     reservation is taken out and re-made at the earliest slot, which can only be earlier
     (its old slot is still free), so no reservation is ever delayed (Mu'alem and Feitelson,
     IEEE TPDS 12(6), 2001). With a ``count_only`` allocator the plan is a profile of free
-    node counts over time. With other allocators a reservation is pinned to the nodes
+    node counts over time, kept between passes: an early end adds the nodes it freed until
+    its expected end, and the compression searches each job only from the first segment
+    with enough free nodes (a prefix maximum) up to its slot (:meth:`CountProfile.earlier`).
+    With other allocators a reservation is pinned to the nodes
     ``select`` chose for it: a job fits a slot ``[t, t + request)`` when ``select`` finds
     nodes on the state at ``t`` with every reservation that starts inside the slot blocked
     (``allocator.block``); a count profile of the same plan rules out most slots first. Pinned plans are more cautious than count profiles (a node released during
@@ -588,7 +591,15 @@ class CountProfile:
         """
         times = self.times
         free = self.free
-        while k < stop:
+        last = stop
+        if free[stop - 1] < nodes:
+            # No run reaches the slot: a window must end at a segment that lacks nodes, by
+            # times[stop - 1] at the latest, so it starts by times[stop - 1] - duration (give
+            # or take the rounding of start + duration: a few ulps more are tried).
+            edge = times[stop - 1]
+            bound = edge - duration
+            last = bisect_right(times, bound + 2.0 * (math.ulp(edge) + math.ulp(bound)), k, stop)
+        while k < last:
             if free[k] < nodes:
                 k += 1
                 continue
