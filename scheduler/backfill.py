@@ -579,7 +579,7 @@ class CountProfile:
             k = j + 1
         return None
 
-    def earlier(self, nodes: int, duration: float, stop: int, k: int = 0) -> float | None:
+    def earlier(self, nodes: int, duration: float, stop: int, k: int = 0, last: int | None = None) -> float | None:
         """The earliest breakpoint ``t`` before ``times[stop]`` from which ``nodes`` are free
         on ``[t, t + duration)`` or up to ``times[stop]``, whichever comes first.
 
@@ -587,18 +587,13 @@ class CountProfile:
         starting there: the slot is as long as the job, so a window starting earlier ends
         inside it, where the job's own nodes are free (no count is negative). A run of
         segments with enough nodes that reaches the slot therefore fits from its start.
-        ``k``: the first segment that may have enough nodes (the search starts there).
+        ``k``: the first segment that may have enough nodes (the search starts there);
+        ``last``: the end of the starts to try (default: :meth:`last_start`).
         """
         times = self.times
         free = self.free
-        last = stop
-        if free[stop - 1] < nodes:
-            # No run reaches the slot: a window must end at a segment that lacks nodes, by
-            # times[stop - 1] at the latest, so it starts by times[stop - 1] - duration (give
-            # or take the rounding of start + duration: a few ulps more are tried).
-            edge = times[stop - 1]
-            bound = edge - duration
-            last = bisect_right(times, bound + 2.0 * (math.ulp(edge) + math.ulp(bound)), k, stop)
+        if last is None:
+            last = self.last_start(nodes, duration, stop, k)
         while k < last:
             if free[k] < nodes:
                 k += 1
@@ -616,6 +611,21 @@ class CountProfile:
                 return t
             k = j + 1
         return None
+
+    def last_start(self, nodes: int, duration: float, stop: int, k: int = 0) -> int:
+        """For :meth:`earlier`: the end of the segments worth trying as starts.
+
+        When no run reaches the slot (segment ``stop - 1`` lacks nodes), a window must end
+        at a segment that lacks nodes, by ``times[stop - 1]``, so it starts by
+        ``times[stop - 1] - duration``; a little more is tried so that the rounding of
+        ``start + duration`` cannot leave a start out (``1e-15`` relative exceeds 2 ulps).
+        """
+        if self.free[stop - 1] >= nodes:
+            return stop
+        times = self.times
+        edge = times[stop - 1]
+        bound = edge - duration
+        return bisect_right(times, bound + 1e-15 * (abs(edge) + abs(bound)), k, stop)
 
     def fits(self, t: float, nodes: int, duration: float, own: tuple[float, float, int] | None = None) -> bool:
         """Whether ``nodes`` are free on all of ``[t, t + duration)`` (``own`` as in find)."""
@@ -775,7 +785,16 @@ class Conservative(BackfillPolicy):
             if first >= stop:
                 continue
             d = job.estimate
-            t = prof.earlier(n, d, stop, first)
+            if free[stop - 1] < n:
+                # Inline CountProfile.last_start: most jobs stop here.
+                edge = times[stop - 1]
+                bound = edge - d
+                last = bisect_right(times, bound + 1e-15 * (abs(edge) + abs(bound)), first, stop)
+                if last <= first:
+                    continue
+            else:
+                last = stop
+            t = prof.earlier(n, d, stop, first, last)
             if t is not None:
                 prof.add(s, _slot_end(s, d), n)
                 prof.add(t, _slot_end(t, d), -n)
