@@ -136,3 +136,12 @@ def test_bench_gym_times_the_same_schedules():
     for mode in ("trace", "simulated/flow"):
         t = res["modes"][mode]
         assert t["same_schedule"] and t["steps"] > 0 and t["steps_per_s"] > 0
+
+
+def test_bench_scale_reports_cost_and_memory_per_rank():
+    text, res = _run(str(SCRIPTS / "bench_scale.py"), "--machine", "tiny-torus", "--ranks", "16,64", "--rounds", "1")
+    r16, r64 = res["results"]["16"], res["results"]["64"]
+    # An allreduce by recursive doubling: more ranks, more events and messages per rank.
+    assert r64["events"] > 4 * r16["events"] > 0 and r64["messages"] > 4 * r16["messages"]
+    assert r16["per_event_vs_smallest"] == 1.0 and r64["us_per_event"] > 0 and r64["peak_mib"] > 0
+    assert "KiB/rank" in text and res["baseline"] == "16 ranks"
