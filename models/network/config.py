@@ -47,6 +47,12 @@ class NetworkConfig:
             as segments of at most this size, one after another (an adaptive routing picks
             each segment's path anew). ``None`` (default): one flow per message. Refused with
             the packet model; the ideal model ignores it (as it ignores chunk_size).
+        flow_quantum: flow model only: seconds (or '1us'-style strings) of the rate quantum.
+            ``None`` (default): exact, rates change at every start and end. With a quantum,
+            flows start, and the others' rates change, only at multiples of it (a flow ends at
+            its own time; the capacity it frees waits for the next multiple), so a start is
+            late by less than a quantum and no link is ever over capacity: fewer, larger
+            recomputations, for a speed/accuracy trade-off like chunk_size's.
         send_overhead: o_s, seconds of sender software overhead before injection.
         recv_overhead: o_r, seconds of receiver software overhead after the last byte.
         intra_node_bw: bandwidth of a copy between ranks of one node (bytes/s); ``None``
@@ -64,6 +70,7 @@ class NetworkConfig:
     model: str = "packet"
     chunk_size: float | str = DEFAULT_CHUNK
     flow_segment: float | str | None = None
+    flow_quantum: float | str | None = None
     send_overhead: float | str = 0.5e-6
     recv_overhead: float | str = 0.5e-6
     intra_node_bw: float | str | None = None
@@ -86,6 +93,7 @@ class NetworkConfig:
             lat = parse_time(self.intra_node_latency, what="intra_node_latency")
             bw = None if self.intra_node_bw is None else parse_bandwidth(self.intra_node_bw, what="intra_node_bw")
             seg = None if self.flow_segment is None else parse_bytes(self.flow_segment, what="flow_segment")
+            fq = None if self.flow_quantum is None else parse_time(self.flow_quantum, what="flow_quantum")
         except UnitError as exc:
             raise NetworkConfigError(str(exc)) from None
         if not (c >= 1 and float(c).is_integer()):
@@ -101,6 +109,13 @@ class NetworkConfig:
             if not (seg >= 1 and float(seg).is_integer()):
                 raise NetworkConfigError(f"flow_segment must be a whole number of bytes >= 1, got {self.flow_segment!r}")
             seg = int(seg)
+        if fq is not None:
+            if self.model == "packet":
+                raise NetworkConfigError(
+                    "flow_quantum is an option of the flow model only, got it with model 'packet'"
+                )
+            if not fq > 0:
+                raise NetworkConfigError(f"flow_quantum must be > 0 seconds (or unset for exact rates), got {self.flow_quantum!r}")
         if self.model == "flow" and c != DEFAULT_CHUNK:
             raise NetworkConfigError(
                 f"chunk_size is an option of the packet model only; the flow model has no chunks "
@@ -114,6 +129,7 @@ class NetworkConfig:
         self._check_buffers(int(c))
         object.__setattr__(self, "chunk_size", int(c))
         object.__setattr__(self, "flow_segment", seg)
+        object.__setattr__(self, "flow_quantum", None if fq is None else float(fq))
         object.__setattr__(self, "send_overhead", float(o_s))
         object.__setattr__(self, "recv_overhead", float(o_r))
         object.__setattr__(self, "intra_node_latency", float(lat))

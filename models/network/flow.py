@@ -69,6 +69,9 @@ class FlowSolver(Entity):
         self._seg = math.inf if seg is None else seg
         self._adaptive = topo.is_adaptive
         self._o_r = st.o_r
+        # Rate quantum (seconds, 0: exact): starts and rate changes wait for the next multiple.
+        self._q = net.config.flow_quantum or 0.0
+        self._changed: set[int] = set()  # links whose flows' rates wait for the next boundary
         self._on_link: dict[int, set[int]] = {}
         self._flows: dict[int, _Flow] = {}
         self._fid = 0
@@ -97,6 +100,8 @@ class FlowSolver(Entity):
         self._soon()
 
     def _wake(self, _: Any) -> None:
+        if self._q:
+            self._ends()
         self._soon()
 
     def _soon(self) -> None:
@@ -104,7 +109,49 @@ class FlowSolver(Entity):
         # before the solver's own events of the instant: one recomputation takes them all.
         if not self._resolving:
             self._resolving = True
-            self.after(0.0, self._resolve, None)
+            q = self._q
+            if q:
+                # The next multiple of the quantum (now itself if it is one).
+                now = self.sim.now
+                tb = math.ceil(now / q) * q
+                if tb < now:
+                    tb += q
+                self.after(tb - now, self._resolve, None)
+            else:
+                self.after(0.0, self._resolve, None)
+
+    def _ends(self) -> None:
+        """With a rate quantum: the segments due by now end now (their bytes are through at
+        their own time); the other flows' rates change only at the next boundary."""
+        now = self.sim.now
+        due = self._due
+        flows = self._flows
+        changed = self._changed
+        while due and due[0][0] <= now:
+            _, fid, ver = heapq.heappop(due)
+            f = flows.get(fid)
+            if f is None or self._ver[f.slot] != ver:
+                continue
+            # A segment with more to send starts its next segment at the boundary.
+            self._segment_done(f, changed)
+        self._schedule_wake(now)
+
+    def _schedule_wake(self, now: float) -> None:
+        """A wake-up at the earliest live completion, unless one is already due by then."""
+        due = self._due
+        flows = self._flows
+        vers = self._ver
+        wakes = self._wakes
+        while wakes and wakes[0] <= now:
+            heapq.heappop(wakes)
+        while due and (flows.get(due[0][1]) is None or vers[flows[due[0][1]].slot] != due[0][2]):
+            heapq.heappop(due)
+        if due and (not wakes or wakes[0] > due[0][0]):
+            top = due[0][0]
+            # The wake-up's own time, as the kernel computes it: now + (top - now) may fall
+            # an ulp short of top, and then that wake-up schedules the next.
+            heapq.heappush(wakes, now + (top - now))
+            self.after(top - now, self._wake, None)
 
     # -- the recomputation -----------------------------------------------------------------
     def _resolve(self, _: Any) -> None:
@@ -116,7 +163,8 @@ class FlowSolver(Entity):
         wakes = self._wakes
         while wakes and wakes[0] <= now:
             heapq.heappop(wakes)
-        changed: set[int] = set()
+        changed = self._changed
+        self._changed = set()
         due = self._due
         while due and due[0][0] <= now:
             _, fid, ver = heapq.heappop(due)
@@ -131,15 +179,7 @@ class FlowSolver(Entity):
                 self._start(d, changed)
         if changed:
             self._recompute(changed, now)
-        vers = self._ver
-        while due and (flows.get(due[0][1]) is None or vers[flows[due[0][1]].slot] != due[0][2]):
-            heapq.heappop(due)
-        if due and (not wakes or wakes[0] > due[0][0]):
-            top = due[0][0]
-            # The wake-up's own time, as the kernel computes it: now + (top - now) may fall
-            # an ulp short of top, and then that wake-up schedules the next.
-            heapq.heappush(wakes, now + (top - now))
-            self.after(top - now, self._wake, None)
+        self._schedule_wake(now)
 
     def _start(self, d: tuple, changed: set[int]) -> None:
         msg, dst, route, restricted, sum_lat = d

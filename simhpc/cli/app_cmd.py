@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flow-segment", default=None,
                         help="flow model only: messages larger than this cross the network as flows of this size, "
                              "one after the other, e.g. 1MiB (default: one flow per message)")
+    parser.add_argument("--flow-quantum", default=None,
+                        help="flow model only: start flows and change rates only at multiples of this time, "
+                             "e.g. 1us (default: exact rates)")
     parser.add_argument("--ranks-per-node", type=int, default=None, help="ranks per node (default: the machine's cores per node)")
     parser.add_argument("--mapping", default="block", help="rank-to-node mapping: block, round_robin or topology (grid-aware for Cartesian apps; default: block)")
     parser.add_argument("--seed", type=int, default=0, help="run seed (default: 0)")
@@ -154,6 +157,11 @@ def run(args: argparse.Namespace) -> int:
         net_kw["chunk_size"] = args.chunk_size
     if args.flow_segment is not None:
         net_kw["flow_segment"] = _flow_segment(args.flow_segment, args.network)
+    if args.flow_quantum is not None:
+        if args.network != "flow":
+            raise CliError(f"--flow-quantum is an option of the flow model only, got it with --network {args.network} "
+                           "(use --network flow)")
+        net_kw["flow_quantum"] = args.flow_quantum
     network = NetworkConfig(**net_kw)
     options: dict[str, Any] = {}
     if args.eager is not None:

@@ -644,6 +644,8 @@ class Experiment:
             d["network"]["intra_node_bw"] = net.intra_node_bw
         if net.flow_segment is not None:
             d["network"]["flow_segment"] = net.flow_segment
+        if net.flow_quantum is not None:
+            d["network"]["flow_quantum"] = net.flow_quantum
         if net.buffers != "infinite":
             d["network"]["buffers"] = net.buffers
             d["network"]["buffer_size"] = net.buffer_size

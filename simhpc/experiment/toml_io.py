@@ -37,7 +37,7 @@ TABLE_CLASSES = {
     "scheduler": SchedulerSpec,
     "output": OutputSpec,
 }
-NETWORK_KEYS = ("model", "chunk_size", "flow_segment", "send_overhead", "recv_overhead", "intra_node_bw",
+NETWORK_KEYS = ("model", "chunk_size", "flow_segment", "flow_quantum", "send_overhead", "recv_overhead", "intra_node_bw",
                 "intra_node_latency", "buffers", "buffer_size", "vcs")
 
 

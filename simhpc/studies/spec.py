@@ -66,7 +66,7 @@ from apps.mapping import JOB_MAPPINGS as MAPPINGS  # noqa: E402 - next to its us
 TOP_KEYS = ("study", "machine", "network", "foreground", "background", "workload")
 STUDY_KEYS = ("name", "mode", "k", "seeds", "allocator", "allocator_options", "ranks_per_node", "mapping",
               "hot_links", "end_time", "parallel", "eager_threshold", "algorithms", "order", "backfill")
-NETWORK_KEYS = ("model", "chunk_size", "flow_segment", "send_overhead", "recv_overhead", "intra_node_bw",
+NETWORK_KEYS = ("model", "chunk_size", "flow_segment", "flow_quantum", "send_overhead", "recv_overhead", "intra_node_bw",
                 "intra_node_latency", "buffers", "buffer_size", "vcs")
 #: Largest number of background jobs in one run (job ids are packed below 2**16 per round).
 MAX_K = 4096
@@ -470,6 +470,8 @@ class InterferenceStudy:
             network["intra_node_bw"] = net.intra_node_bw
         if net.flow_segment is not None:
             network["flow_segment"] = net.flow_segment
+        if net.flow_quantum is not None:
+            network["flow_quantum"] = net.flow_quantum
         if net.buffers != "infinite":
             network.update(buffers=net.buffers, buffer_size=net.buffer_size)
             if net.vcs is not None:

@@ -320,3 +320,58 @@ def test_components_found_by_sweeps_or_by_walking_agree(monkeypatch, walk):
     assert (got.runtime, got.events) == (ref.runtime, ref.events)
     assert (got.net.flow_touched, got.net.flow_touched_max) == (ref.net.flow_touched, ref.net.flow_touched_max)
     assert got.net.link_bytes.tolist() == ref.net.link_bytes.tolist()
+
+
+# -- the rate quantum --------------------------------------------------------------------------
+def _boundary(t, q):
+    import math
+
+    b = math.ceil(t / q) * q
+    return b + q if b < t else b
+
+
+def test_with_a_quantum_a_flow_starts_at_the_next_multiple():
+    topo = get_machine("tiny-fattree3").topology
+    src, dst, S, q = 0, 15, 100_000, 1e-6
+    lat, bw = _path(topo, src, dst)
+    _, _, log, _ = run_traffic(topo, {src: [(dst, S, 0)]}, model="flow", o_s=O_S, o_r=O_R, flow_quantum=q)
+    start = _boundary(O_S + lat, q)
+    assert start > O_S + lat
+    assert log[0][0] == pytest.approx(start + S / bw + O_R, rel=1e-12)
+
+
+def test_with_a_quantum_freed_capacity_waits_for_the_next_multiple():
+    # As test_rates_are_recomputed_when_a_flow_ends: the small flow still ends at its own
+    # time (both start together at B/2), the large one speeds up at the next multiple only.
+    topo = get_machine("tiny-fattree3").topology
+    S, dst, q = 100_000, 15, 3e-6
+    lat, bw = _path(topo, 0, dst)
+    _, _, log, _ = run_traffic(topo, {0: [(dst, S, 0)], 1: [(dst, 2 * S, 0)]}, model="flow", o_s=O_S, o_r=O_R,
+                               flow_quantum=q)
+    t0 = _boundary(O_S + lat, q)
+    small_end = t0 + 2 * S / bw
+    b = _boundary(small_end, q)
+    large_end = b + (2 * S - (b - t0) * bw / 2) / bw
+    assert [t for t, *_ in log] == pytest.approx([small_end + O_R, large_end + O_R], rel=1e-12)
+    assert b > small_end
+
+
+@pytest.mark.parametrize("q", [1e-7, 1e-6])
+def test_a_quantum_moves_an_apps_times_by_little_and_its_bytes_not_at_all(q):
+    exact = run_app("tiny-fattree3", "alltoall", 16, network=NetworkConfig(model="flow"), nbytes=20_000, iters=2)
+    quant = run_app("tiny-fattree3", "alltoall", 16, network=NetworkConfig(model="flow", flow_quantum=q),
+                    nbytes=20_000, iters=2)
+    st, st0 = quant.net, exact.net
+    assert np.array_equal(st.link_bytes, st0.link_bytes)
+    # Never over capacity; later than exact, by a few quanta per round of messages at most.
+    assert np.nanmax(st.link_utilization) <= 1 + 1e-9
+    assert exact.runtime < quant.runtime < exact.runtime + 2 * 15 * 2 * q
+    assert st.flow_recomputes <= st0.flow_recomputes
+
+
+def test_bad_flow_quantum_is_named():
+    with pytest.raises(NetworkConfigError, match="flow_quantum must be > 0 seconds"):
+        NetworkConfig(model="flow", flow_quantum=0)
+    with pytest.raises(NetworkConfigError, match="flow_quantum is an option of the flow model only"):
+        NetworkConfig(model="packet", flow_quantum="1us")
+    assert NetworkConfig(model="flow", flow_quantum="1us").flow_quantum == pytest.approx(1e-6)

@@ -169,6 +169,8 @@ BAD = [
     ('[network]\nmodel = "flow"\nchunk_size = 1024', "chunk_size is an option of the packet model only"),
     ('[network]\nmodel = "flow"\nflow_segment = 0', "flow_segment must be a whole number of bytes >= 1, got 0"),
     ('[network]\nflow_segment = "1MiB"', "flow_segment is an option of the flow model only"),
+    ('[network]\nmodel = "flow"\nflow_quantum = "-1us"', "flow_quantum must be > 0 seconds"),
+    ('[network]\nflow_quantum = "1us"', "flow_quantum is an option of the flow model only"),
     ('[network]\nchunk_size = 0', "chunk_size"),
     ('[network]\nsend_overhead = "quick"', "send_overhead: cannot parse 'quick'"),
     ('[network]\nlatency = "1us"', "network: unknown key(s) 'latency'; valid: model, chunk_size"),
