@@ -8,6 +8,8 @@ Configurations, each run ``--rounds`` times, interleaved, in fresh processes:
 * ``packet``: the packet model, sequential (the goal: under 60 s on a 2-core machine);
 * ``flow``: the flow model, sequential, side by side with the packet model (``cpu vs
   packet``: its CPU seconds over the packet model's);
+* ``flow q``: with ``--flow-quantum Q``, the flow model with that rate quantum
+  (``NetworkConfig(flow_quantum=Q)``: starts and rate changes only at multiples of Q);
 * ``packet P=2``: the packet model under ``mpirun -n 2``.
 
 ``--app``, ``--placement`` and ``--args`` (a JSON object of app arguments) run another app:
@@ -62,7 +64,7 @@ def worker(a: argparse.Namespace) -> None:
         res = _run_jobs(machine, a, app_args, comm)
     else:
         c0 = time.process_time()
-        res = run_app(machine, a.app, a.ranks, ranks_per_node=1, network=a.network, seed=a.seed, comm=comm,
+        res = run_app(machine, a.app, a.ranks, ranks_per_node=1, network=_network(a), seed=a.seed, comm=comm,
                       placement=a.placement, app_args=app_args)
     run_cpu = time.process_time() - c0
     total = time.perf_counter() - t0
@@ -112,7 +114,7 @@ def _run_jobs(machine, a: argparse.Namespace, app_args: dict, comm) -> argparse.
     args = bind_args(a.app, app_args, size=a.ranks)
     rng = np.random.Generator(np.random.PCG64(a.seed))
     perm = rng.permutation(machine.n_nodes)[:need]
-    plat = build_platform(machine, a.network, seed=a.seed, comm=comm)
+    plat = build_platform(machine, _network(a), seed=a.seed, comm=comm)
     for j in range(a.jobs):
         nodes = sorted(int(x) for x in perm[j * a.ranks:(j + 1) * a.ranks])
         plat.launch(LaunchSpec.build(job=j + 1, app=a.app, args=args, rank_nodes=nodes, report_to=plat.manager_eid))
@@ -129,10 +131,21 @@ def _run_jobs(machine, a: argparse.Namespace, app_args: dict, comm) -> argparse.
         job_runtimes=[r.runtime for r in recs])
 
 
+def _network(a: argparse.Namespace) -> object:
+    """The worker's network: a model name, or the flow model with ``--flow-quantum``."""
+    from models.network import NetworkConfig
+
+    if a.network == "flowq":
+        return NetworkConfig(model="flow", flow_quantum=a.flow_quantum)
+    return a.network
+
+
 def run_one(network: str, procs: int, a: argparse.Namespace) -> dict:
     args = [os.path.abspath(__file__), "--worker", "--network", network, "--machine", a.machine, "--ranks", str(a.ranks),
             "--nbytes", str(a.nbytes), "--iters", str(a.iters), "--seed", str(a.seed), "--app", a.app,
             "--placement", a.placement, "--args", a.args, "--jobs", str(a.jobs)]
+    if a.flow_quantum is not None:
+        args += ["--flow-quantum", a.flow_quantum]
     if procs > 1:
         cmd = [h.require_mpirun("bench_apps"), "-n", str(procs), sys.executable, *args]
     else:
@@ -167,6 +180,7 @@ def main() -> None:
                     help="seconds one configuration may run; one that runs longer is killed and reported with "
                          "its CPU so far as a lower bound (default 3600)")
     ap.add_argument("--no-flow", action="store_true", help="skip the flow model")
+    ap.add_argument("--flow-quantum", default=None, help="also the flow model with this rate quantum, e.g. 1us")
     ap.add_argument("--no-parallel", action="store_true", help="skip the mpirun -n 2 configuration")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--network", default="packet", help=argparse.SUPPRESS)
@@ -181,6 +195,8 @@ def main() -> None:
     configs = [("ideal", "ideal", 1), ("packet", "packet", 1)]
     if not a.no_flow:
         configs.append(("flow", "flow", 1))
+    if a.flow_quantum is not None:
+        configs.append(("flow q", "flowq", 1))
     if not a.no_parallel:
         configs.append(("packet P=2", "packet", 2))
     runs: dict[str, list[dict]] = {name: [] for name, _, _ in configs}
@@ -227,7 +243,7 @@ def main() -> None:
         if r.get("timed_out"):
             print(f"{'':<12}(killed after {a.timeout:.0f} s: its cpu s is a lower bound, cpu vs packet too)")
             rows[k]["timed_out"] = True
-        if k == "flow":
+        if k in ("flow", "flow q"):
             rows[k].update({f: r[f] for f in ("flows", "flow_recomputes", "flow_touched", "flow_touched_max")})
     out = {"bench": "apps", "app": a.app, "args": json.loads(a.args), "placement": a.placement, "machine": a.machine,
            "ranks": a.ranks, "jobs": a.jobs, "nbytes": a.nbytes, "iters": a.iters, "rounds": a.rounds, "cores": cores,
@@ -239,6 +255,10 @@ def main() -> None:
         out["packet_cpu_over_flow_cpu"] = h.r4(h.ratio(med["packet"]["cpu_s"], med["flow"]["cpu_s"]))
         out["flow_timed_out"] = bool(last["flow"].get("timed_out"))
         out["flow_runtime_over_packet"] = h.r4(h.ratio(last["flow"]["runtime"], last["packet"]["runtime"]))
+    if "flow q" in runs:
+        out["flow_quantum"] = a.flow_quantum
+        out["packet_cpu_over_flow_quantum_cpu"] = h.r4(h.ratio(med["packet"]["cpu_s"], med["flow q"]["cpu_s"]))
+        out["flow_quantum_runtime_over_packet"] = h.r4(h.ratio(last["flow q"]["runtime"], last["packet"]["runtime"]))
     if "packet P=2" in runs:
         p2 = last["packet P=2"]
         same = all(p2[f] == last["packet"][f] for f in ("runtime", "events", "bytes_sent", "messages"))
