@@ -28,7 +28,7 @@ per 2 coordinates in node order) and the node ordering of the torus (node id ord
 
 Scales (--scale): full replays 5 logs of 100,000 jobs (under mpirun the (machine, policy,
 log) replays are dealt out over the ranks); reduced 3 logs of 2,000 jobs; tiny 2 logs of
-150 jobs. --dry-run builds the machines and the logs and prints them.
+80 jobs. --dry-run builds the machines and the logs and prints them.
 
 After A. Stoltzfus's HECToR allocation study and C. Albing, N. Troullier, S. Whalen,
 R. Olson, J. Glenski, H. Pritchard, H. Mills, "Scalable node allocation for improved
@@ -52,7 +52,7 @@ POLICIES = (("fifo0", "fifo0", {}),
             *((f"largestfit-g{g}", "largestfit", {"gap": g}) for g in (0, 4, 8)),
             ("closestfit", "closestfit", {}), ("dualend", "dualend", {}))
 CLASSES = (("small", 2, 10), ("large", 11, 2048), ("overall", 2, 2048))
-SCALES = {"full": (100000, 5), "reduced": (2000, 3), "tiny": (150, 2)}
+SCALES = {"full": (100000, 5), "reduced": (2000, 3), "tiny": (80, 2)}
 COMPUTE_NODES = 2816
 SERVICE_NODES = 64
 SMALL_SHARE = 0.75

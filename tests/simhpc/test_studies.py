@@ -507,6 +507,31 @@ def test_repro_tiny_mode_prints_a_table_and_json(name, tmp_path):
         assert all(x["slowdown"]["mean"] == 1.0 for x in fig["configs"]["1MiB/16"]["series"])
 
 
+# Each --scale full setup is built (machines, workloads, partitions) and printed, not simulated.
+FULL_SETUP = {
+    "repro_obaida_liu": ["cielo torus 16x12x24 x 2 nodes = 9216 nodes", "jobs of 1024 ranks", "10 seeds"],
+    "repro_pollard": ["fattree44 (10,648 nodes: 22 per leaf, 22 leaves per pod, 22 pods)", "15 workloads",
+                      "512-4096 nodes"],
+    "repro_zhou": ["8x4x8x16x2", "4x4x4x8x2    1024  TTTMT", "10,000 jobs x 5 seeds", "25 (slowdown, fraction)"],
+    "repro_albing": ["2,816 compute + 64 service nodes", "100,000 jobs", "torus5d          torus       2816"],
+    "repro_jigsaw": ["radix 18 (1,458 nodes), radix 22 (2,662 nodes), radix 28 (5,488 nodes)", "10000 jobs x 5 seeds",
+                     "5,488         28"],
+}
+
+
+@pytest.mark.parametrize("name", REPROS)
+def test_repro_full_dry_run_prints_the_published_setup(name):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, str(SCRIPTS / f"{name}.py"), "--scale", "full", "--dry-run"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("full: ")
+    for text in FULL_SETUP[name]:
+        assert text in p.stdout, (text, p.stdout)
+    fig = json.loads(p.stdout.strip().splitlines()[-1])
+    assert fig["script"] == name and fig["scale"] == "full" and fig["dry_run"] is True
+
+
 # ------------------------------------------------------------------------- docs, examples
 def test_docs_list_every_column_of_the_file():
     from simhpc.studies.hdf5 import SUMMARY_COLUMNS
