@@ -8,7 +8,10 @@ a script runs from a checkout as ``python scripts/X.py`` without being installed
   and ``--seeds``; ``rounds=`` and ``seed=`` add the benchmarks' ``--rounds`` and ``--seed``;
 * the scale table: ``SCALES`` names the three scales, ``scaled`` picks a script's
   parameters for the scale its arguments ask for;
-* ``median``, ``ratio`` and ``r4`` for the figures; ``table`` for the text tables;
+* ``median``, ``ratio`` and ``r4`` for the figures; ``mean_se`` / ``fmt_se`` (mean, standard
+  error and number of samples) for the reproductions' ratios; ``factored`` (job sizes 2^a 3^b)
+  and ``stable_utilization`` (utilization over a replay's stable period); ``table`` for the
+  text tables;
 * ``emit`` (one JSON object, the last line of output) and ``finish`` (the same, with the
   script's wall time); ``last_json`` and ``run_json`` read that line back from a child run;
 * MPI: ``comm``, ``rank``, ``say`` (print on rank 0), ``deal`` (spread independent runs over
