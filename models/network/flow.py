@@ -124,17 +124,20 @@ class FlowSolver(Entity):
         """With a rate quantum: the segments due by now end now (their bytes are through at
         their own time); the other flows' rates change only at the next boundary."""
         now = self.sim.now
+        # A segment with more to send starts its next segment now, at rate 0 until the boundary.
+        self._end_due(now, self._changed)
+        self._schedule_wake(now)
+
+    def _end_due(self, now: float, changed: set[int]) -> None:
+        """End every segment due by ``now`` (entries made stale by a rate change skipped)."""
         due = self._due
         flows = self._flows
-        changed = self._changed
         while due and due[0][0] <= now:
             _, fid, ver = heapq.heappop(due)
             f = flows.get(fid)
             if f is None or self._ver[f.slot] != ver:
                 continue
-            # A segment with more to send starts its next segment at the boundary.
             self._segment_done(f, changed)
-        self._schedule_wake(now)
 
     def _schedule_wake(self, now: float) -> None:
         """A wake-up at the earliest live completion, unless one is already due by then."""
@@ -157,21 +160,9 @@ class FlowSolver(Entity):
     def _resolve(self, _: Any) -> None:
         self._resolving = False
         now = self.sim.now
-        st = self._st
-        flows = self._flows
-        on_link = self._on_link
-        wakes = self._wakes
-        while wakes and wakes[0] <= now:
-            heapq.heappop(wakes)
         changed = self._changed
         self._changed = set()
-        due = self._due
-        while due and due[0][0] <= now:
-            _, fid, ver = heapq.heappop(due)
-            f = flows.get(fid)
-            if f is None or self._ver[f.slot] != ver:
-                continue
-            self._segment_done(f, changed)
+        self._end_due(now, changed)
         starts = self._starts
         if starts:
             self._starts = []

@@ -12,6 +12,8 @@ CFG = dict(chunk=1024, o_s=2e-7, o_r=3e-7)
 
 def _cfg(model):
     # The flow model has no chunks: it takes only the default chunk size.
+    if model == "flow-quantum":
+        return dict(CFG, chunk=4096, flow_quantum=3e-7)
     return dict(CFG, chunk=4096) if model == "flow" else CFG
 
 
@@ -54,7 +56,7 @@ def _run_staggered(topo, msgs, model, comm):
         ("tiny-dragonfly", "ugal"),
     ],
 )
-@pytest.mark.parametrize("model", ["packet", "flow", "ideal"])
+@pytest.mark.parametrize("model", ["packet", "flow", "flow-quantum", "ideal"])
 def test_deliveries_and_link_stats_identical_to_sequential(machine, routing, model):
     from mpi4py import MPI
 
@@ -66,12 +68,13 @@ def test_deliveries_and_link_stats_identical_to_sequential(machine, routing, mod
     if routing is not None:
         topo = topo.replace(routing=routing)
     msgs = _traffic(topo.n_nodes)
-    sim, net, log, sent = run_traffic(topo, msgs, model=model, comm=comm, **_cfg(model))
+    name = model.split("-")[0]
+    sim, net, log, sent = run_traffic(topo, msgs, model=name, comm=comm, **_cfg(model))
     st = net.stats()
     logs = comm.gather(log, root=0)
     if comm.rank == 0:
         par = sorted(x for part in logs for x in part)
-        _, net1, log1, _ = run_traffic(topo, msgs, model=model, comm=None, **_cfg(model))
+        _, net1, log1, _ = run_traffic(topo, msgs, model=name, comm=None, **_cfg(model))
         st1 = net1.stats()
         assert par == log1
         assert np.array_equal(st.link_bytes, st1.link_bytes)
