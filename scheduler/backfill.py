@@ -88,7 +88,7 @@ from bisect import bisect_left, bisect_right
 from itertools import accumulate
 from itertools import islice
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, TypeVar
 
 import numpy as np
 
@@ -290,16 +290,28 @@ class Easy(BackfillPolicy):
         if i >= n:
             return
         head = queue[i]
-        now = sched.sim.now
-        if self.general:
-            shadow, shadow_state = self.shadow_general(sched, head)
+        cands = sorted(queue[i + 1:], key=_by_estimate) if self.sjbf else islice(queue, i + 1, None)
+        self.reserve_and_backfill(sched, head, cands, self.general)
+
+    @classmethod
+    def reserve_and_backfill(cls, sched: "SchedulerEntity", head: Job, cands: Iterable[Job], general: bool,
+                             backfill: bool = True) -> None:
+        """EASY around the blocked ``head``: record its shadow time (its reservation), then
+        start each of ``cands`` that fits now and either ends by the shadow time or leaves
+        the head its nodes (the extra nodes on the count path; a trial placement on the
+        general path). ``backfill=False``: only the reservation."""
+        alloc = sched.allocator
+        state = sched.state
+        if general:
+            shadow, shadow_state = cls.shadow_general(sched, head)
             extra = 0
         else:
-            shadow, extra = self.shadow_count(sched, head)
+            shadow, extra = cls.shadow_count(sched, head)
             shadow_state = None
         sched.note_reservation(head, shadow)
-        general = self.general
-        cands = sorted(queue[i + 1:], key=_by_estimate) if self.sjbf else islice(queue, i + 1, None)
+        if not backfill:
+            return
+        now = sched.sim.now
         for job in cands:
             free = state.n_free
             if free == 0:

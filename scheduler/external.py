@@ -186,41 +186,5 @@ class ExternalPolicy(BackfillPolicy):
             return
         if self.backfill == "none" and head.reservation_time is not None:
             return
-        alloc = sched.allocator
-        general = self.general
-        if general:
-            shadow, shadow_state = Easy.shadow_general(sched, head)
-            extra = 0
-        else:
-            shadow, extra = Easy.shadow_count(sched, head)
-            shadow_state = None
-        sched.note_reservation(head, shadow)
-        if self.backfill == "none":
-            return
-        now = sched.sim.now
-        for job in [j for j in waiting if j is not head]:
-            free = state.n_free
-            if free == 0:
-                return
-            size = job.nodes
-            if size > free:
-                continue
-            if now + job.estimate <= shadow:
-                nodes = alloc.select(job, state)
-                if nodes is not None:
-                    sched.start_job(job, nodes)
-            elif not general:
-                if size <= extra:
-                    nodes = alloc.select(job, state)
-                    if nodes is not None:
-                        sched.start_job(job, nodes)
-                        extra -= size
-            else:
-                nodes = alloc.select(job, state)
-                if nodes is None:
-                    continue
-                test = shadow_state.copy()
-                alloc.commit(job, nodes, test)
-                if alloc.select(head, test) is not None:
-                    sched.start_job(job, nodes)
-                    shadow_state = test
+        Easy.reserve_and_backfill(sched, head, [j for j in waiting if j is not head], self.general,
+                                  backfill=self.backfill != "none")
