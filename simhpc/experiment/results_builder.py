@@ -33,14 +33,14 @@ class JobColumns:
     table: Any
 
 
-def job_columns(jobs: list[Job], *, topology: Any = None, positions: Any = None) -> JobColumns:
+def job_columns(jobs: list[Job], *, topology: Any = None, positions: Any = None, tau: float | None = None) -> JobColumns:
     """The job columns of finished ``jobs`` (rejected ones included, in that order).
 
     Scheduling columns come from the jobs; placement columns (APH, MIND, diameter, span)
     from ``topology`` (NaN without one); the network columns (``app_run``, ``ideal_run``,
     ``bytes_sent``, ``hop_bytes``, ``messages``) are left NaN / -1 for the caller to fill.
     """
-    table = job_table(jobs)
+    table = job_table(jobs) if tau is None else job_table(jobs, tau=tau)
     n = len(jobs)
     cols = empty_job_columns(n)
     for name in ("job_id", "user", "group", "job_size", "nodes", "submit", "start", "end", "wait", "response",
@@ -103,7 +103,8 @@ def build_results(*, exp: Experiment, machine: Any, jobs: list[Job], trace_rejec
     all_jobs = list(jobs) + [j for j in trace_rejected]
     for j in trace_rejected:
         j.status = JobStatus.REJECTED
-    jc = job_columns(all_jobs, topology=machine.topology, positions=getattr(alloc, "pos", None))
+    tau = exp.metrics.tau
+    jc = job_columns(all_jobs, topology=machine.topology, positions=getattr(alloc, "pos", None), tau=tau)
     cols, row, table, ptr, job_nodes = jc.cols, jc.row, jc.table, jc.ptr, jc.nodes
     # Network traffic of app jobs (zero for jobs that sent nothing).
     for i, j in enumerate(all_jobs):
@@ -120,7 +121,11 @@ def build_results(*, exp: Experiment, machine: Any, jobs: list[Job], trace_rejec
         cols["ideal_run"][row[jid]] = t
     for jid, t in (alone or {}).items():
         cols["alone_run"][row[jid]] = t
-    sm = system_metrics(table, machine.n_nodes, rejected=int((cols["status"] == "rejected").sum()))
+    trim = exp.metrics.trim
+    # The measured jobs (the trim was checked before the run: it leaves some).
+    measure = trim.mask(cols["submit"]) if trim.active else None
+    sm = system_metrics(table, machine.n_nodes, rejected=int((cols["status"] == "rejected").sum()), tau=tau,
+                        measure=measure)
     system = sm.scalars()
     system["rejected_by_reason"] = rejected_by_reason(cols, machine.n_nodes, workload.get("dropped"))
     # Jobs simulated with a value a documented rule changed (docs/scheduling.md), by rule.

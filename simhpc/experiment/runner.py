@@ -88,6 +88,11 @@ def build_workload(exp: Experiment, ranks_per_node: int, n_nodes: int) -> tuple[
         report["filter"] = tr.report.as_dict()
         report["dropped"] = tr.report.by_reason()
         report["adjusted"] = {"size_raised": raised}
+    if w.load_factor != 1.0 and jobs:
+        from scheduler.load import scale_load
+
+        # The background jobs arrive faster (or slower); foreground times stay as given.
+        jobs = scale_load(jobs, w.load_factor)
     # Apps for background jobs, drawn by weight from the run seed.
     specs = exp.apps
     weights = np.array([a.weight for a in specs], dtype=float)
@@ -345,6 +350,12 @@ def run_experiment(exp: Experiment, *, comm: Any = "auto", progress: bool | None
     # recorded in the results' run statistics.
     oversubscription(rpn, machine.cores_per_node, what="scheduler.ranks_per_node")
     jobs, trace_rejected, wl_report = build_workload(exp, rpn, machine.n_nodes)
+    if exp.metrics.trim.active:
+        # A trim that leaves no job fails here, before the run, not after it.
+        try:
+            exp.metrics.trim.mask(np.array([j.submit_time for j in jobs + trace_rejected], dtype=float))
+        except UserError as exc:
+            raise ConfigError(f"metrics: {exc}") from None
     runner = AppJobRunner(ranks_per_node=rpn, mapping=sc.mapping,
                           options=MpiOptions(eager_threshold=sc.eager_threshold, algorithms=dict(sc.algorithms)),
                           observer=observer, topology=machine.topology)

@@ -30,6 +30,7 @@ __all__ = [
     "AppChoice",
     "ForegroundSpec",
     "SchedulerSpec",
+    "MetricsSpec",
     "OutputSpec",
     "Experiment",
     "DISTRIBUTIONS",
@@ -298,6 +299,9 @@ class WorkloadSpec:
     multiplied by ``size_scale`` and times by ``time_scale`` (to fit a trace to another
     machine). Job sizes are processes; a job needs ceil(size / ranks per node) nodes.
 
+    ``load_factor`` (either kind, default 1) divides every inter-arrival time of the
+    background jobs (:func:`scheduler.load.scale_load`): a load sweep of one workload.
+
     The keys of one kind are refused with the other (``jobs`` does not cut a trace: use
     ``limit``); unset keys of this kind take their defaults (200 jobs, 16 users, the
     distributions below; scales 1, ``skip_malformed`` false), the other kind's stay None.
@@ -316,9 +320,16 @@ class WorkloadSpec:
     size_scale: float | None = None
     time_scale: float | None = None
     skip_malformed: bool | None = None
+    load_factor: float = 1.0
 
     def __post_init__(self) -> None:
         _name("workload.kind", self.kind, WORKLOAD_KINDS)
+        from scheduler.load import check_load_factor
+
+        try:
+            object.__setattr__(self, "load_factor", check_load_factor(self.load_factor, "workload.load_factor"))
+        except UserError as exc:
+            raise ConfigError(str(exc)) from None
         mine, other = ((SYNTHETIC_KEYS, SWF_KEYS) if self.kind == "synthetic" else (SWF_KEYS, SYNTHETIC_KEYS))
         given = [k for k in other if getattr(self, k) is not None]
         if given:
@@ -382,6 +393,8 @@ class WorkloadSpec:
         else:
             d.update(_drop_none({"trace": self.trace, "limit": self.limit}))
             d.update(size_scale=self.size_scale, time_scale=self.time_scale, skip_malformed=self.skip_malformed)
+        if self.load_factor != 1.0:
+            d["load_factor"] = self.load_factor
         return d
 
 
@@ -581,6 +594,45 @@ class SchedulerSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MetricsSpec:
+    """How the run is measured: ``tau`` (seconds, default 10) of bounded slowdown, and a
+    warm-up / cool-down trim of the jobs the per-job figures cover (``skip_first``,
+    ``skip_last``: jobs in submission order; ``window``: ``"START:END"`` submit times, END
+    may be left open). Trimmed jobs are simulated all the same (see :mod:`scheduler.trim`)."""
+
+    tau: float | str = 10.0
+    skip_first: int = 0
+    skip_last: int = 0
+    window: Any = None
+
+    def __post_init__(self) -> None:
+        from scheduler.metrics import check_tau
+        from scheduler.trim import Trim
+
+        object.__setattr__(self, "tau", _time("metrics.tau", self.tau))
+        try:
+            object.__setattr__(self, "tau", check_tau(self.tau))
+            trim = Trim(skip_first=self.skip_first, skip_last=self.skip_last, window=self.window)
+        except UserError as exc:
+            raise ConfigError(f"metrics: {exc}") from None
+        object.__setattr__(self, "window", trim.window)
+
+    @property
+    def trim(self) -> Any:
+        """The :class:`scheduler.trim.Trim` of these settings."""
+        from scheduler.trim import Trim
+
+        return Trim(skip_first=self.skip_first, skip_last=self.skip_last, window=self.window)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"tau": self.tau, "skip_first": self.skip_first, "skip_last": self.skip_last}
+        if self.window is not None:
+            a, b = self.window
+            d["window"] = f"{a!r}:{'' if b == math.inf else repr(b)}"
+        return d
+
+
+@dataclass(frozen=True, kw_only=True)
 class OutputSpec:
     """Where results go: an HDF5 file (``None``: not written)."""
 
@@ -608,6 +660,7 @@ class Experiment:
     apps: tuple[AppChoice, ...] = (AppChoice(name="timekeeper"),)
     foreground: tuple[ForegroundSpec, ...] = ()
     scheduler: SchedulerSpec = field(default_factory=SchedulerSpec)
+    metrics: MetricsSpec = field(default_factory=MetricsSpec)
     output: OutputSpec = field(default_factory=OutputSpec)
     base_dir: str = field(default=".", compare=False)
 
@@ -619,7 +672,7 @@ class Experiment:
         if self.end_time == 0:
             raise ConfigError("end_time: must be > 0")
         for k, cls in (("machine", MachineSpec), ("network", NetworkConfig), ("workload", WorkloadSpec),
-                       ("scheduler", SchedulerSpec), ("output", OutputSpec)):
+                       ("scheduler", SchedulerSpec), ("metrics", MetricsSpec), ("output", OutputSpec)):
             if not isinstance(getattr(self, k), cls):
                 raise ConfigError(f"{k}: must be a {cls.__name__}, got {type(getattr(self, k)).__name__}")
         object.__setattr__(self, "apps", tuple(self.apps))
@@ -656,5 +709,7 @@ class Experiment:
         if self.foreground:
             d["foreground"] = [f.to_dict() for f in self.foreground]
         d["scheduler"] = self.scheduler.to_dict()
+        if self.metrics != MetricsSpec():
+            d["metrics"] = self.metrics.to_dict()
         d["output"] = self.output.to_dict()
         return d

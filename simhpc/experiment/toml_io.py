@@ -23,6 +23,7 @@ from .spec import (
     Experiment,
     ForegroundSpec,
     MachineSpec,
+    MetricsSpec,
     OutputSpec,
     SchedulerSpec,
     WorkloadSpec,
@@ -30,11 +31,13 @@ from .spec import (
 
 __all__ = ["load", "loads", "dumps", "default_experiment_text", "from_dict", "apply_overrides"]
 
-TOP_KEYS = ("name", "seed", "end_time", "machine", "network", "workload", "apps", "foreground", "scheduler", "output")
+TOP_KEYS = ("name", "seed", "end_time", "machine", "network", "workload", "apps", "foreground", "scheduler", "metrics",
+            "output")
 TABLE_CLASSES = {
     "machine": MachineSpec,
     "workload": WorkloadSpec,
     "scheduler": SchedulerSpec,
+    "metrics": MetricsSpec,
     "output": OutputSpec,
 }
 NETWORK_KEYS = ("model", "chunk_size", "flow_segment", "flow_quantum", "send_overhead", "recv_overhead", "intra_node_bw",
@@ -208,7 +211,7 @@ def dumps(exp: Experiment) -> str:
     """TOML text that :func:`loads` turns back into an equal :class:`Experiment`."""
     d = exp.to_dict()
     lines = [f"{_key(k)} = {_scalar(d[k])}" for k in ("name", "seed", "end_time") if k in d]
-    for k in ("machine", "network", "workload", "scheduler", "output"):
+    for k in ("machine", "network", "workload", "scheduler", "metrics", "output"):
         if k in d:
             lines += ["", f"[{k}]", *_table_lines(d[k])]
     for k in ("apps", "foreground"):

@@ -320,3 +320,29 @@ def test_an_experiment_runs_on_the_flow_model_between_ideal_and_packet():
     assert apps.sum() >= 2
     assert (j["run"][apps] >= j["ideal_run"][apps] * (1 - 1e-12)).all()
     assert r.links["bytes"].sum() > 0
+
+
+def test_metrics_tau_trim_and_load_factor_of_an_experiment():
+    over = ["workload.jobs=10", "apps.1.weight=0", "apps.2.weight=0"]
+    base = run_experiment(loads(SMALL, overrides=over), comm=None, progress=False)
+    r = run_experiment(loads(SMALL, overrides=over + ["workload.load_factor=2", "metrics.tau=1min",
+                                                      "metrics.skip_first=2", "metrics.skip_last=3"]),
+                       comm=None, progress=False)
+    # Inter-arrival times halved, from the first submission on; sizes and run times kept.
+    s0, s1 = np.sort(base.jobs["submit"]), np.sort(r.jobs["submit"])
+    assert s1 == pytest.approx(s0[0] + (s0 - s0[0]) / 2)
+    assert np.array_equal(np.sort(base.jobs["trace_run"]), np.sort(r.jobs["trace_run"]))
+    # Bounded slowdown with tau = 60 s; the per-job figures cover the 5 middle jobs only.
+    j = r.jobs
+    expect = np.maximum((j["wait"] + j["run"]) / np.maximum(j["run"], 60.0), 1.0)
+    assert j["bounded_slowdown"] == pytest.approx(expect)
+    assert r.system["tau"] == 60.0 and r.system["measured_jobs"] == 5
+    order = np.argsort(j["submit"], kind="stable")[2:-3]
+    assert r.system["mean_wait"] == pytest.approx(float(np.mean(j["wait"][order])))
+    assert "[metrics]" in dumps(loads(SMALL, overrides=over + ["metrics.tau=1min"]))
+
+
+def test_a_trim_that_leaves_no_job_fails_before_the_run():
+    with pytest.raises(Exception, match="metrics: the trim .* leaves no job of the 10"):
+        run_experiment(loads(SMALL, overrides=["workload.jobs=10", "metrics.skip_first=6", "metrics.skip_last=4"]),
+                       comm=None, progress=False)
