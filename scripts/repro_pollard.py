@@ -23,8 +23,11 @@ segments of the log.
 Where the study is silent (message sizes, iterations, the unstructured mesh's degree), the
 values are the parameters PATTERNS and ITERS. The network model is a parameter (--network,
 default packet: on these workloads of many concurrent messages the flow model's re-sharing
-of bandwidth cost 28 times the packet model's CPU on the reduced scale's workload 0, 58.3 s
-against 2.1 s, for the same job runtimes within 2 %).
+of bandwidth is costly. On the reduced scale's workload 0 under random placement the packet
+model took 2.2 s of CPU,
+the exact flow model 431 s (12,130 recomputations touching 28.6 million flows), and with a
+rate quantum (NetworkConfig(flow_quantum=...), docs/network.md) 88 s at 100 ns and 10.4 s at
+1 us; single runs on a loaded 2-core machine).
 
 Scales (--scale): full is the setup above with 15 workloads and 5 log segments of 4,000 jobs
 (use a cluster; under mpirun the (workload, allocator) runs are dealt out over the ranks);
