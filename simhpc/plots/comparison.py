@@ -253,23 +253,31 @@ def _grouped_boxes(ax: Any, groups: list[list[np.ndarray]], names: list[str], ti
         ax.legend(handles=handles)
 
 
+def _by_size(rs: list, column: str, empty: str) -> tuple[list[list[np.ndarray]], list[str]]:
+    """Per file, the finite values of job column ``column`` of the jobs that ran, split by
+    power-of-two node-count class; and the classes' tick labels (``empty``: the error
+    when no file has any)."""
+    per_file = []
+    for r in rs:
+        ok = r.ran() & np.isfinite(r.jobs[column]) & (r.jobs["nodes"] > 0)
+        per_file.append((r.jobs["nodes"][ok], r.jobs[column][ok].astype(float)))
+    if not any(len(n) for n, _ in per_file):
+        raise NoDataError(empty)
+    _, ticks = size_bins(np.concatenate([n for n, _ in per_file]))
+    groups = []
+    for nodes, vals in per_file:
+        idx, _ = size_bins(nodes)
+        groups.append([vals[idx == b] for b in range(len(ticks))])
+    return groups, ticks
+
+
 def aph_by_size(results: ResultsLike | Sequence[ResultsLike], ax: Any = None, *,
                 labels: Sequence[str] | None = None) -> Any:
     """Box plots of the average pairwise hops (APH) of each job's allocation by job size
     (power-of-two node-count bins), files side by side. Returns the Figure."""
     rs = as_results_list(results)
     names = labels_for(rs, labels)
-    per_file = []
-    for r in rs:
-        ok = r.ran() & np.isfinite(r.jobs["aph"]) & (r.jobs["nodes"] > 0)
-        per_file.append((r.jobs["nodes"][ok], r.jobs["aph"][ok].astype(float)))
-    if not any(len(n) for n, _ in per_file):
-        raise NoDataError("no job has an APH (average pairwise hops) figure")
-    _, ticks = size_bins(np.concatenate([n for n, _ in per_file]))
-    groups = []
-    for nodes, aph in per_file:
-        idx, _ = size_bins(nodes)
-        groups.append([aph[idx == b] for b in range(len(ticks))])
+    groups, ticks = _by_size(rs, "aph", "no job has an APH (average pairwise hops) figure")
     fig, ax = figure_and_axes(ax)
     _grouped_boxes(ax, groups, names, ticks)
     ax.set_xlabel("job size (nodes)")
@@ -287,17 +295,7 @@ def slowdown_by_size(results: ResultsLike | Sequence[ResultsLike], ax: Any = Non
     Returns the Figure."""
     rs = as_results_list(results)
     names = labels_for(rs, labels)
-    per_file = []
-    for r in rs:
-        ok = r.ran() & np.isfinite(r.jobs["bounded_slowdown"]) & (r.jobs["nodes"] > 0)
-        per_file.append((r.jobs["nodes"][ok], r.jobs["bounded_slowdown"][ok].astype(float)))
-    if not any(len(n) for n, _ in per_file):
-        raise NoDataError("no job that ran has a bounded slowdown")
-    _, ticks = size_bins(np.concatenate([n for n, _ in per_file]))
-    groups = []
-    for nodes, sld in per_file:
-        idx, _ = size_bins(nodes)
-        groups.append([sld[idx == b] for b in range(len(ticks))])
+    groups, ticks = _by_size(rs, "bounded_slowdown", "no job that ran has a bounded slowdown")
     fig, ax = figure_and_axes(ax)
     _grouped_boxes(ax, groups, names, ticks)
     ax.set_yscale("log")
