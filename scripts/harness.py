@@ -243,6 +243,12 @@ def say(c: Any, *lines: str) -> None:
             print(line, flush=True)
 
 
+def say_setup(c: Any, scale: str, what: str, full: str) -> None:
+    """Print (rank 0) the setup of a reproduction at ``scale``: ``what``, and for a scale
+    other than full what the full one is."""
+    say(c, f"full: {what}" if scale == "full" else f"{scale}: {what} (full: {full})")
+
+
 def deal(items: Sequence[Any], fn: Callable[[Any], Any], c: Any) -> list[Any]:
     """``[fn(x) for x in items]``, the items dealt out over the MPI ranks (every rank gets
     the whole list back, in order). Each ``fn`` call must be sequential and deterministic."""

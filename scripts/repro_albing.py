@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     what = (f"{len(seeds)} synthetic logs of {n_jobs:,} jobs, replayed in log order; HECToR torus 15x6x16 x 2 "
             f"({COMPUTE_NODES:,} compute + {SERVICE_NODES} service nodes), dragonfly (best/worst case) and 5D torus "
             f"11x8x4x4x2 of {COMPUTE_NODES:,} nodes")
-    h.say(c, f"full: {what}" if sc == "full" else f"{sc}: {what} (full: 5 logs of 100,000 jobs)")
+    h.say_setup(c, sc, what, "5 logs of 100,000 jobs")
     if args.dry_run:
         rows = []
         for mname in MACHINES:

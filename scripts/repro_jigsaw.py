@@ -115,9 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     trees = ", ".join(f"radix {r} ({topology(r).n_nodes:,} nodes)" for r in radii)
     what = (f"{trees}; mean job sizes {', '.join(map(str, means))}; {n_jobs} jobs x {len(seeds)} seeds; "
             f"offered load {LOAD}; allocators {', '.join(a[0] for a in ALLOCATORS)}")
-    h.say(c, f"full: {what}" if sc == "full" else
-          f"{sc}: {what} (full: radix 16/18/22/28 = 1,024/1,458/2,662/5,488 nodes, mean sizes 16/22/28, "
-          "10,000 jobs x 5 seeds)")
+    h.say_setup(c, sc, what, "radix 16/18/22/28 = 1,024/1,458/2,662/5,488 nodes, mean sizes 16/22/28, "
+          "10,000 jobs x 5 seeds")
     if args.dry_run:
         rows = []
         for r in radii:

@@ -82,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     what = (f"{m.name} torus {'x'.join(map(str, dims))} x 2 nodes = {m.n_nodes} nodes, even-odd jobs of {ranks} ranks, "
             f"{iters} iterations, {len(jobs)} job counts ({jobs[0]}..{jobs[-1]}), messages {' / '.join(NBYTES)}, "
             f"{' / '.join(map(str, RPN))} ranks per node, {seeds} seeds, {args.network} network")
-    h.say(c, f"full: {what}" if sc == "full" else
-          f"{sc}: {what} (full: Cielo 16x12x24 x 2 = 9,216 nodes, jobs of 1,024 ranks, 10 iterations)")
+    h.say_setup(c, sc, what, "Cielo 16x12x24 x 2 = 9,216 nodes, jobs of 1,024 ranks, 10 iterations")
     if args.dry_run:
         rows = []
         for rpn in RPN:

@@ -209,8 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{topo.n_pods} pods), {n_work} workloads of jobs of {sizes[0]}-{sizes[-1]} nodes (2^a 3^b), {iters} "
             f"iterations, {args.network} network; cluster view: Cab, {n_seg} segments of {per:,} jobs, sizes x "
             f"{', '.join(map(str, factors))}")
-    h.say(c, f"full: {what}" if sc == "full" else
-          f"{sc}: {what} (full: fattree44, 10,648 nodes, 15 workloads of 512-4,096-node jobs)")
+    h.say_setup(c, sc, what, "fattree44, 10,648 nodes, 15 workloads of 512-4,096-node jobs")
     if args.dry_run:
         rows = []
         for w in range(n_work):

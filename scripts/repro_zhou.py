@@ -192,8 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{', '.join(f'{s // 1024}K' for s in sizes)} ({', '.join(str(int(np.prod(PARTITIONS[s])) * mp_nodes) for s in sizes)}"
             f" nodes); all-to-all {A2A_BYTES}/pair x {iters[0]}, halo x {iters[1]}; {args.network} network; scheduling: "
             f"Mira (49,152 nodes), WFP + EASY, {n_jobs:,} jobs x {len(seeds)} seeds, {len(points)} (slowdown, fraction) points")
-    h.say(c, f"full: {what}" if sc == "full" else
-          f"{sc}: {what} (full: Mira's 4x4x4x4x2 midplanes, 1K-8K-node partitions, 10,000 jobs x 5 seeds, 5 x 5 sweep)")
+    h.say_setup(c, sc, what, "Mira's 4x4x4x4x2 midplanes, 1K-8K-node partitions, 10,000 jobs x 5 seeds, 5 x 5 sweep")
     if args.dry_run:
         rows = []
         for s in sizes:
