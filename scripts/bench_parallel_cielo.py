@@ -15,6 +15,7 @@ The last line of output is one JSON object.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -47,7 +48,7 @@ def main() -> None:
     ap.add_argument("--ranks", default="2,4,8,16", help="rank counts P > 1 to measure (default 2,4,8,16)")
     ap.add_argument("--iters", type=int, default=2, help="even-odd iterations per job (default 2)")
     ap.add_argument("--model", default="packet", help="network model (default packet)")
-    ap.add_argument("--child", choices=["seq", "mpi"], help=argparse_hidden())
+    ap.add_argument("--child", choices=["seq", "mpi"], help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         child(a.child, a.model, a.iters)
@@ -88,12 +89,6 @@ def main() -> None:
     print(h.table(rows, ["config", "wall s", "cpu s", "speedup vs sequential", "windows", "remote", "sync"]))
     h.emit({"bench": "parallel_cielo", "iters": a.iters, "model": a.model, "rounds": a.rounds, "cores": os.cpu_count(),
             "events": events["seq"], "baseline": "sequential kernel (no MPI)", "results": out})
-
-
-def argparse_hidden() -> str:
-    import argparse
-
-    return argparse.SUPPRESS
 
 
 if __name__ == "__main__":
