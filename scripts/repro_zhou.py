@@ -19,9 +19,10 @@ bgq-hybrid. A communication-sensitive job (a fraction of the jobs) on a partitio
 mesh dimension runs longer by the mesh slowdown; the slowdown is swept over 10-50 % (at a
 30 % sensitive fraction) and the fraction over 10-50 % (at a 30 % slowdown), as the study
 does. Figures: utilization over the stable period, mean wait and response, loss of capacity
-(LoC), as mean +- standard error over workload seeds. The study's allocation is
-least-blocking; simhpc's partition allocators take the first free partition in grid order
-(not least-blocking): a difference stated in docs/studies.md.
+(LoC), as mean +- standard error over workload seeds. Partitions are chosen least-blocking,
+as in the study (Cobalt's scheme: among the free partitions that fit, the one that blocks the
+fewest other partitions; allocator option selection = "least-blocking"); --selection
+first-fit takes the first free one in grid order instead.
 
 Scales (--scale): full runs Mira's midplanes, partitions of 1K-8K nodes, 10,000 jobs x 5
 seeds and the whole 5 x 5 sweep (under mpirun the runs are dealt out over the ranks);
@@ -157,13 +158,13 @@ def schedule_run(item):
     from scheduler.lifecycle import simulate
     from scheduler.metrics import job_table, system_metrics
 
-    scale, policy, slowdown, fraction, seed = item
+    scale, policy, selection, slowdown, fraction, seed = item
     jobs = workload(SCALES[scale][3], fraction, seed)
     runner = PenaltyRunner(1.0 + slowdown)
     topo = get_machine("mira").topology
     t = time.process_time()
     res = simulate(jobs, n_nodes=topo.n_nodes, topology=topo, allocator=policy, ordering="wfp", backfill="easy",
-                   runner=runner, seed=seed)
+                   runner=runner, seed=seed, allocator_options={"selection": selection})
     m = system_metrics(job_table(res.jobs), topo.n_nodes)
     return {"utilization": h.stable_utilization(res.jobs, topo.n_nodes), "mean_wait": m.mean_wait,
             "mean_response": m.mean_response, "loss_of_capacity": m.loss_of_capacity, "killed": m.killed,
@@ -180,6 +181,10 @@ def _depends(policy: str) -> tuple[bool, bool]:
 def main(argv: list[str] | None = None) -> int:
     ap = h.parser(__doc__, scales=True)
     ap.add_argument("--network", default="flow", choices=("flow", "packet"), help="network model (default flow)")
+    ap.add_argument("--selection", default="least-blocking", choices=("least-blocking", "first-fit"),
+                    help="how a free partition is chosen (default least-blocking, as in the study)")
+    ap.add_argument("--view", default="both", choices=("both", "network", "scheduling"),
+                    help="run both views (default) or one of them")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     c = h.comm()
@@ -208,60 +213,65 @@ def main(argv: list[str] | None = None) -> int:
         h.finish(c, {"script": "repro_zhou", "scale": sc, "dry_run": True}, t0)
         return 0
 
-    kinds_needed = {(s, "torus") for s in sizes} | {(s, k) for s, k in COMPARE if s in sizes}
-    items = [(sc, s, a, k, args.network) for s, k in sorted(kinds_needed) for a in ("alltoall", "stencil3d")]
-    res = dict(zip([it[1:4] for it in items], h.deal(items, network_run, c)))
-    rows, net = [], {}
-    for s, k in COMPARE:
-        if s not in sizes:
-            continue
-        for a in ("alltoall", "stencil3d"):
-            t, o = res[(s, a, "torus")], res[(s, a, k)]
-            net[f"{a}@{s // 1024}K/{k}"] = {"torus_us": h.r4(t["runtime"] * 1e6), "other_us": h.r4(o["runtime"] * 1e6),
-                                             "ratio": h.r4(o["runtime"] / t["runtime"])}
-            rows.append([f"{s // 1024}K", "x".join(str(b * m) for b, m in zip(PARTITIONS[s], midplane)), a, k,
-                         f"{t['runtime'] * 1e6:.1f}", f"{o['runtime'] * 1e6:.1f}", f"{o['runtime'] / t['runtime']:.3f}",
-                         f"{t['cpu_s'] + o['cpu_s']:.1f}"])
-    h.say(c, "", "network view: runtime alone on a partition (us, one deterministic run each) and its ratio to the "
-                 "torus partition",
-          h.table(rows, ["partition", "routers", "app", "kind", "torus", "kind's", "kind/torus", "CPU (s)"]))
+    res, net = {}, {}
+    if args.view != "scheduling":
+        kinds_needed = {(s, "torus") for s in sizes} | {(s, k) for s, k in COMPARE if s in sizes}
+        items = [(sc, s, a, k, args.network) for s, k in sorted(kinds_needed) for a in ("alltoall", "stencil3d")]
+        res = dict(zip([it[1:4] for it in items], h.deal(items, network_run, c)))
+        rows = []
+        for s, k in COMPARE:
+            if s not in sizes:
+                continue
+            for a in ("alltoall", "stencil3d"):
+                t, o = res[(s, a, "torus")], res[(s, a, k)]
+                net[f"{a}@{s // 1024}K/{k}"] = {"torus_us": h.r4(t["runtime"] * 1e6), "other_us": h.r4(o["runtime"] * 1e6),
+                                                 "ratio": h.r4(o["runtime"] / t["runtime"])}
+                rows.append([f"{s // 1024}K", "x".join(str(b * m) for b, m in zip(PARTITIONS[s], midplane)), a, k,
+                             f"{t['runtime'] * 1e6:.1f}", f"{o['runtime'] * 1e6:.1f}", f"{o['runtime'] / t['runtime']:.3f}",
+                             f"{t['cpu_s'] + o['cpu_s']:.1f}"])
+        h.say(c, "", "network view: runtime alone on a partition (us, one deterministic run each) and its ratio to the "
+                     "torus partition",
+              h.table(rows, ["partition", "routers", "app", "kind", "torus", "kind's", "kind/torus", "CPU (s)"]))
 
-    sched_items = []
-    for p in POLICIES:
-        ds, df = _depends(p)
-        for sd, fr in sorted({(sd if ds else 0.0, fr if df else 0.0) for sd, fr in points}):
-            sched_items += [(sc, p, sd, fr, s) for s in seeds]
-    got = dict(zip([it[1:] for it in sched_items], h.deal(sched_items, schedule_run, c)))
-
-    def figures(p, sd, fr):
-        ds, df = _depends(p)
-        return [got[(p, sd if ds else 0.0, fr if df else 0.0, s)] for s in seeds]
-
-    rows, sched = [], {}
-    for sd, fr in points:
-        base = figures("bgq-native", sd, fr)
+    got, sched = {}, {}
+    if args.view != "network":
+        sched_items = []
         for p in POLICIES:
-            xs = figures(p, sd, fr)
-            u = h.mean_se([x["utilization"] for x in xs])
-            du = h.mean_se([x["utilization"] / b["utilization"] for x, b in zip(xs, base)])
-            w = h.mean_se([x["mean_wait"] / 3600 for x in xs])
-            dw = h.mean_se([x["mean_wait"] / b["mean_wait"] for x, b in zip(xs, base)])
-            r = h.mean_se([x["mean_response"] / 3600 for x in xs])
-            loc = h.mean_se([x["loss_of_capacity"] for x in xs])
-            sched[f"{sd:.1f}/{fr:.1f}/{p}"] = {"slowdown": sd, "fraction": fr, "policy": p, "utilization": u,
-                                               "utilization_vs_native": du, "mean_wait_h": w, "wait_vs_native": dw,
-                                               "mean_response_h": r, "loss_of_capacity": loc}
-            rows.append([f"{sd:.0%}", f"{fr:.0%}", p, h.fmt_se(u, 3), h.fmt_se(du, 3), h.fmt_se(w, 2), h.fmt_se(dw, 3),
-                         h.fmt_se(r, 2), h.fmt_se(loc, 3)])
-    h.say(c, "", f"scheduling view: Mira, WFP + EASY, {n_jobs:,} jobs; mean +- standard error ({len(seeds)} seeds); "
-                 "utilization over the stable period",
-          h.table(rows, ["slowdown", "sensitive", "policy", "utilization", "x native", "wait (h)", "x native",
-                         "response (h)", "LoC"]))
+            ds, df = _depends(p)
+            for sd, fr in sorted({(sd if ds else 0.0, fr if df else 0.0) for sd, fr in points}):
+                sched_items += [(sc, p, args.selection, sd, fr, s) for s in seeds]
+        got = dict(zip([(it[1],) + it[3:] for it in sched_items], h.deal(sched_items, schedule_run, c)))
+
+        def figures(p, sd, fr):
+            ds, df = _depends(p)
+            return [got[(p, sd if ds else 0.0, fr if df else 0.0, s)] for s in seeds]
+
+        rows = []
+        for sd, fr in points:
+            base = figures("bgq-native", sd, fr)
+            for p in POLICIES:
+                xs = figures(p, sd, fr)
+                u = h.mean_se([x["utilization"] for x in xs])
+                du = h.mean_se([x["utilization"] / b["utilization"] for x, b in zip(xs, base)])
+                w = h.mean_se([x["mean_wait"] / 3600 for x in xs])
+                dw = h.mean_se([x["mean_wait"] / b["mean_wait"] for x, b in zip(xs, base)])
+                r = h.mean_se([x["mean_response"] / 3600 for x in xs])
+                loc = h.mean_se([x["loss_of_capacity"] for x in xs])
+                sched[f"{sd:.1f}/{fr:.1f}/{p}"] = {"slowdown": sd, "fraction": fr, "policy": p, "utilization": u,
+                                                   "utilization_vs_native": du, "mean_wait_h": w, "wait_vs_native": dw,
+                                                   "mean_response_h": r, "loss_of_capacity": loc}
+                rows.append([f"{sd:.0%}", f"{fr:.0%}", p, h.fmt_se(u, 3), h.fmt_se(du, 3), h.fmt_se(w, 2),
+                             h.fmt_se(dw, 3), h.fmt_se(r, 2), h.fmt_se(loc, 3)])
+        h.say(c, "", f"scheduling view: Mira, WFP + EASY, {args.selection} partitions, {n_jobs:,} jobs; "
+                     f"mean +- standard error ({len(seeds)} seeds); utilization over the stable period",
+              h.table(rows, ["slowdown", "sensitive", "policy", "utilization", "x native", "wait (h)", "x native",
+                             "response (h)", "LoC"]))
     cpu = sum(x["cpu_s"] for x in got.values()) + sum(x["cpu_s"] for x in res.values())
-    if h.rank(c) == 0:
+    if h.rank(c) == 0 and net and sched:
         _plot(net, sched, points, out / f"zhou_{sc}.png")
         h.say(c, f"figure: {out / f'zhou_{sc}.png'}")
-    h.finish(c, {"script": "repro_zhou", "scale": sc, "baseline": "torus partitions / bgq-native", "network": net,
+    h.finish(c, {"script": "repro_zhou", "scale": sc, "baseline": "torus partitions / bgq-native",
+                 "selection": args.selection, "network": net,
                  "scheduling": sched, "seeds": len(seeds), "jobs": n_jobs, "cpu_s_runs": round(cpu, 1)}, t0)
     return 0
 

@@ -19,8 +19,8 @@ closestfit
 closestfit-mind         :mod:`.contiguous`              ordering, box, max_windows
 treefit                 :mod:`.treefit`                 -- (fat-tree, dragonfly)
 t123, jigsaw            :mod:`.isolating`               -- (fat-tree)
-bgq-native, bgq-mesh,   :mod:`.torus_partitions`        block, sensitive_fraction (torus)
-bgq-cfca, bgq-hybrid
+bgq-native, bgq-mesh,   :mod:`.torus_partitions`        block, sensitive_fraction, selection
+bgq-cfca, bgq-hybrid                                    (torus)
 ======================  ==============================  ================================
 
 See ``docs/allocators.md`` for the rules of each. The network side reads a running job's

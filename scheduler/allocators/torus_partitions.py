@@ -43,6 +43,17 @@ Policies (the allocator names)
     the flag is absent it is drawn with probability ``sensitive_fraction`` (default 0) from
     the job's own generator.
 
+Choosing among the free partitions (option ``selection``)
+    ``"first-fit"`` (default): the first free prism, shapes from the most cubic, origins in
+    grid order. ``"least-blocking"`` (Cobalt's scheme on Mira, which Zhou et al. used): among
+    every free prism of the smallest fitting volume (all its shapes), the one that blocks the
+    fewest other partitions -- the number of partitions that are free now and would no longer
+    be after it is taken (they share a midplane or a cable segment with it); ties go to the
+    first in first-fit order. The partitions counted are every prism of midplanes (all
+    volumes and shapes) of the kinds the policy places: torus for ``bgq-native``, mesh for
+    ``bgq-mesh``, torus and contention-free for ``bgq-cfca``, torus and mesh for
+    ``bgq-hybrid`` (Mira's partition list is a fixed subset of these prisms).
+
 Each running job's :class:`PartitionInfo` (``state.placement_of(job_id)``) gives its
 ``kind``, ``origin`` and ``shape`` in routers and its per-dimension ``wrap`` flags, from
 which the network side can model torus or mesh routing inside the partition.
@@ -68,6 +79,7 @@ from .base import (
     OptionsAllocator,
     Placement,
     PlacementState,
+    check_choice,
     check_float_option,
     check_shape_option,
     job_rng,
@@ -88,7 +100,15 @@ __all__ = [
 ]
 
 KINDS = ("torus", "mesh", "contention-free")
+SELECTIONS = ("first-fit", "least-blocking")
+#: The partition kinds each policy places: the partitions least-blocking counts.
+POLICY_KINDS = {"native": ("torus",), "mesh": ("mesh",), "cfca": ("torus", "contention-free"),
+                "hybrid": ("torus", "mesh")}
 _SALT_SENSITIVE = 0x434F4D4D  # "COMM"
+_Prism = tuple[tuple[int, ...], tuple[int, ...]]  # (origin, shape) in midplanes
+#: Prism catalogues by (grid, reference kinds), shared by every allocator of a process (the
+#: geometry depends on the midplane grid only).
+_CATALOGUES: dict[tuple, "_Catalogue"] = {}
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,10 +159,10 @@ class TorusPartitionAllocator(OptionsAllocator):
 
     count_only = False
     FAMILIES = ("torus",)
-    OPTIONS = ("block", "sensitive_fraction")
+    OPTIONS = ("block", "sensitive_fraction", "selection")
     policy = ""
 
-    def __init__(self, *, block: Any = None, sensitive_fraction: Any = 0.0, **kw: Any):
+    def __init__(self, *, block: Any = None, sensitive_fraction: Any = 0.0, selection: Any = "first-fit", **kw: Any):
         super().__init__(**kw)
         topo = self.topology
         dims = tuple(topo.dims)
@@ -168,6 +188,8 @@ class TorusPartitionAllocator(OptionsAllocator):
         shapes.sort(key=lambda L: (int(np.prod(L)), sum(L), L))
         self.shapes = shapes
         self.volumes = sorted({int(np.prod(L)) for L in shapes})
+        self.selection = check_choice(self.name, "selection", selection, SELECTIONS)
+        self._catalogue: _Catalogue | None = None
 
     # ------------------------------------------------------------------------ policy
     def is_sensitive(self, job: Job) -> bool:
@@ -263,6 +285,31 @@ class TorusPartitionAllocator(OptionsAllocator):
         if vol is None:
             return None
         kind, sens = self.kind_for(job)
+        if self.selection == "least-blocking":
+            found = self._least_blocking(st, vol, kind)
+        else:
+            found = self._first_fit(st, vol, kind)
+        if found is None:
+            return None
+        origin, L = found
+        wrap, cables = self.wiring(origin, L, kind)
+        mps = self._midplanes(origin, L)
+        pnodes = np.sort(self.mp_nodes[mps].reshape(-1))
+        info = PartitionInfo(
+            kind=kind,
+            block_origin=origin,
+            blocks=tuple(L),
+            origin=tuple(o * b for o, b in zip(origin, self.block_shape)),
+            shape=tuple(l * b for l, b in zip(L, self.block_shape)),
+            wrap=wrap,
+            sensitive=sens,
+            midplanes=mps,
+            cables=cables,
+        )
+        return Placement(pnodes[:n], info)
+
+    def _first_fit(self, st: PartitionState, vol: int, kind: str) -> _Prism | None:
+        """(origin, shape) of the first free ``kind`` prism of volume ``vol``."""
         busy = (st.midplane != -1).reshape(self.grid).astype(np.int64)
         cable = st.cable
         for L in self.shapes:
@@ -273,24 +320,33 @@ class TorusPartitionAllocator(OptionsAllocator):
                 break
             for o in self._free_origins(busy, L):
                 origin = tuple(int(x) for x in o)
-                wrap, cables = self.wiring(origin, L, kind)
+                _, cables = self.wiring(origin, L, kind)
                 if any(len(c) and (cable[d, c] != -1).any() for d, c in enumerate(cables)):
                     continue
-                mps = self._midplanes(origin, L)
-                pnodes = np.sort(self.mp_nodes[mps].reshape(-1))
-                info = PartitionInfo(
-                    kind=kind,
-                    block_origin=origin,
-                    blocks=tuple(L),
-                    origin=tuple(o * b for o, b in zip(origin, self.block_shape)),
-                    shape=tuple(l * b for l, b in zip(L, self.block_shape)),
-                    wrap=wrap,
-                    sensitive=sens,
-                    midplanes=mps,
-                    cables=cables,
-                )
-                return Placement(pnodes[:n], info)
+                return origin, tuple(L)
         return None
+
+    def _least_blocking(self, st: PartitionState, vol: int, kind: str) -> _Prism | None:
+        """(origin, shape) of the free ``kind`` prism of volume ``vol`` that blocks the fewest
+        free partitions of the policy's kinds (ties: the first in first-fit order)."""
+        cat = self._catalogue
+        if cat is None:
+            key = (self.grid, POLICY_KINDS[self.policy])
+            cat = _CATALOGUES.get(key)
+            if cat is None:
+                cat = _CATALOGUES[key] = _Catalogue(self, POLICY_KINDS[self.policy])
+            self._catalogue = cat
+        busy = np.concatenate([st.midplane != -1, (st.cable != -1).reshape(-1)]).astype(np.float32)
+        lo, hi = cat.by_volume[vol]
+        free = np.flatnonzero(cat.rows[kind][lo:hi] @ busy == 0)
+        if len(free) == 0:
+            return None
+        cand = free + lo
+        if len(cand) > 1:
+            blocked = np.bitwise_count(cat.overlap[kind][cand] & cat.free_ref(busy)).sum(axis=1)
+            cand = cand[np.argmin(blocked):]  # argmin: the first of the least blocking
+        L, origin = cat.prisms[int(cand[0])]
+        return origin, L
 
     # ------------------------------------------------------------------------ commit
     def _info_for(self, job: Job, nodes: np.ndarray, st: PartitionState) -> PartitionInfo:
@@ -346,6 +402,55 @@ class TorusPartitionAllocator(OptionsAllocator):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(n_nodes={self.n_nodes}, block={self.block_shape}, grid={self.grid})"
+
+
+class _Catalogue:
+    """Every prism of midplanes of a grid (the allocator's shapes in order, origins in grid
+    order, a prism spanning a dimension at coordinate 0 only) with, per kind in ``kinds``, the
+    midplanes and cable segments it holds as one 0/1 row (``rows[kind]``; columns: the
+    midplanes, then each dimension's segments); ``ref`` stacks the rows of every kind (the
+    partitions least-blocking counts); ``overlap[kind]`` says which of them share a midplane or
+    a segment with each prism (bits packed)."""
+
+    def __init__(self, alloc: TorusPartitionAllocator, kinds: tuple[str, ...]):
+        G, n_mp, D = alloc.grid, alloc.n_mp, alloc.D
+        self.prisms: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        self.by_volume: dict[int, tuple[int, int]] = {}
+        for L in alloc.shapes:
+            v = int(np.prod(L))
+            lo = self.by_volume.get(v, (len(self.prisms), 0))[0]
+            for o in itertools.product(*(range(g) if l < g else range(1) for l, g in zip(L, G))):
+                self.prisms.append((tuple(L), tuple(o)))
+            self.by_volume[v] = (lo, len(self.prisms))
+        width = n_mp * (1 + D)
+        self.rows: dict[str, np.ndarray] = {}
+        for kind in kinds:
+            R = np.zeros((len(self.prisms), width), dtype=np.float32)
+            for i, (L, o) in enumerate(self.prisms):
+                R[i, alloc._midplanes(o, L)] = 1.0
+                _, cables = alloc.wiring(o, L, kind)
+                for d, c in enumerate(cables):
+                    R[i, n_mp * (1 + d) + c] = 1.0
+            self.rows[kind] = R
+        self.ref = np.concatenate([self.rows[k] for k in kinds])
+        # overlap[kind][i]: packed bits over ref, the partitions sharing a midplane or a segment
+        # with prism i of kind (blocks of rows keep the float product small).
+        self.overlap: dict[str, np.ndarray] = {}
+        for kind in kinds:
+            R = self.rows[kind]
+            self.overlap[kind] = np.concatenate(
+                [np.packbits(R[i:i + 512] @ self.ref.T > 0, axis=1) for i in range(0, len(R), 512)])
+        self._busy = b""
+        self._free_ref = np.zeros(0, dtype=np.uint8)
+
+    def free_ref(self, busy: np.ndarray) -> np.ndarray:
+        """Packed bits over ``ref``: the partitions holding no busy midplane or segment (the
+        last answer is kept: a scheduling pass asks many times between two changes)."""
+        key = busy.tobytes()
+        if key != self._busy:
+            self._busy = key
+            self._free_ref = np.packbits(self.ref @ busy == 0)
+        return self._free_ref
 
 
 @register_allocator
