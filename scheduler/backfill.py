@@ -116,6 +116,8 @@ __all__ = [
 
 _INF = math.inf
 _first = itemgetter(0)
+# Below this many jobs after the head a Python loop is cheaper than numpy's call overhead.
+_VECTOR_MIN = 32
 
 
 def _horizon(now: float) -> float:
@@ -290,14 +292,53 @@ class Easy(BackfillPolicy):
         if i >= n:
             return
         head = queue[i]
-        if self.sjbf:
-            # Only jobs that fit the free nodes now can start in this pass (see
-            # reserve_and_backfill): sort those alone.
-            free = state.n_free
-            cands = sorted([j for j in islice(queue, i + 1, None) if j.nodes <= free], key=_by_estimate)
+        general = self.general
+        shadow, extra, shadow_state = self.reserve(sched, head, general)
+        cands = self._candidates(sched, queue, i + 1, shadow, extra)
+        self.backfill_around(sched, head, cands, shadow, extra, shadow_state, general)
+
+    def _candidates(self, sched: "SchedulerEntity", queue: list[Job], lo: int, shadow: float,
+                    extra: int) -> Iterable[Job]:
+        """The jobs of ``queue[lo:]`` that may start in this pass, in the order to try them.
+
+        Starting jobs only lowers the free nodes and the extra nodes, so a job that fails the
+        tests of :meth:`backfill_around` now fails them at its turn too: dropping such jobs
+        first leaves the same starts. With the scheduler's queue columns (static orderings)
+        that is one vectorised comparison over the queue, so a pass costs about as much as
+        its candidates rather than the whole queue.
+        """
+        free = sched.state.n_free
+        if free == 0:
+            return []
+        cols = sched.queue_columns(queue) if len(queue) - lo > _VECTOR_MIN else None
+        if cols is None:
+            cands = [j for j in islice(queue, lo, None) if j.nodes <= free]
+            return sorted(cands, key=_by_estimate) if self.sjbf else cands
+        nodes = cols.nodes[lo:]
+        est = cols.estimate[lo:]
+        ok = nodes <= free
+        if not self.general:
+            # The count path starts a job that ends by the shadow time or fits the extra nodes.
+            ok &= (est + sched.sim.now <= shadow) | (nodes <= extra)
+        idx = np.flatnonzero(ok)
+        if self.sjbf and len(idx) > 1:
+            idx = idx[np.lexsort((cols.seq[lo:][idx], est[idx]))]
+        # Lazily: a pass usually stops early, once the free nodes are used up.
+        return map(queue.__getitem__, (idx + lo).tolist())  # type: ignore[return-value]
+
+    @classmethod
+    def reserve(cls, sched: "SchedulerEntity", head: Job, general: bool) -> tuple[float, int, "AllocState | None"]:
+        """Record the blocked ``head``'s shadow time (its reservation) and return ``(shadow
+        time, extra nodes, state at the shadow time)``: the extra nodes on the count path
+        (else 0), the state on the general path (else None)."""
+        if general:
+            shadow, shadow_state = cls.shadow_general(sched, head)
+            extra = 0
         else:
-            cands = islice(queue, i + 1, None)
-        self.reserve_and_backfill(sched, head, cands, self.general)
+            shadow, extra = cls.shadow_count(sched, head)
+            shadow_state = None
+        sched.note_reservation(head, shadow)
+        return shadow, extra, shadow_state
 
     @classmethod
     def reserve_and_backfill(cls, sched: "SchedulerEntity", head: Job, cands: Iterable[Job], general: bool,
@@ -306,23 +347,26 @@ class Easy(BackfillPolicy):
         start each of ``cands`` that fits now and either ends by the shadow time or leaves
         the head its nodes (the extra nodes on the count path; a trial placement on the
         general path). ``backfill=False``: only the reservation."""
-        alloc = sched.allocator
-        state = sched.state
-        if general:
-            shadow, shadow_state = cls.shadow_general(sched, head)
-            extra = 0
-        else:
-            shadow, extra = cls.shadow_count(sched, head)
-            shadow_state = None
-        sched.note_reservation(head, shadow)
+        shadow, extra, shadow_state = cls.reserve(sched, head, general)
         if not backfill:
             return
-        now = sched.sim.now
         # Starting jobs only lowers the free count, so a job larger than it is now is skipped
         # at its turn anyway: dropping those first (one comprehension) leaves the same starts
         # and saves a Python iteration per job in a long queue.
-        free0 = state.n_free
-        for job in [j for j in cands if j.nodes <= free0]:
+        free0 = sched.state.n_free
+        cls.backfill_around(sched, head, [j for j in cands if j.nodes <= free0], shadow, extra, shadow_state,
+                            general)
+
+    @staticmethod
+    def backfill_around(sched: "SchedulerEntity", head: Job, cands: Iterable[Job], shadow: float, extra: int,
+                        shadow_state: "AllocState | None", general: bool) -> None:
+        """Start each of ``cands``, in order, that fits now and either ends by ``shadow`` or
+        leaves ``head`` its nodes (``extra`` on the count path; a trial placement on
+        ``shadow_state`` on the general path)."""
+        alloc = sched.allocator
+        state = sched.state
+        now = sched.sim.now
+        for job in cands:
             free = state.n_free
             if free == 0:
                 return
@@ -378,8 +422,7 @@ class Easy(BackfillPolicy):
             prof.add(t, _slot_end(t, est), -size)
             sched.note_reservation(job, t)
             left -= 1
-        cands = sorted(queue[i:], key=_by_estimate) if self.sjbf else islice(queue, i, None)
-        for job in cands:
+        for job in self._profile_candidates(sched, queue, i, prof):
             free = state.n_free
             if free == 0:
                 return
@@ -392,6 +435,30 @@ class Easy(BackfillPolicy):
                 if nodes is not None:
                     sched.start_job(job, nodes)
                     prof.add(now, _slot_end(now, est), -size)
+
+    def _profile_candidates(self, sched: "SchedulerEntity", queue: list[Job], lo: int,
+                            prof: "CountProfile") -> Iterable[Job]:
+        """The jobs of ``queue[lo:]`` that may backfill on the depth-k profile ``prof``, in
+        the order to try them: those that fit the free nodes now and, for their whole
+        estimate, the fewest free nodes the profile has from now (its prefix minimum; a
+        necessary condition of :meth:`CountProfile.fits`). Starting jobs only lowers both,
+        so the others would fail at their turn (see :meth:`_candidates`)."""
+        free = sched.state.n_free
+        if free == 0:
+            return []
+        cols = sched.queue_columns(queue) if len(queue) - lo > _VECTOR_MIN else None
+        if cols is None:
+            return sorted(queue[lo:], key=_by_estimate) if self.sjbf else islice(queue, lo, None)
+        nodes = cols.nodes[lo:]
+        est = cols.estimate[lo:]
+        low = np.minimum.accumulate(np.asarray(prof.free, dtype=np.float64))
+        # The segments a window [now, now + est) touches: 0 up to the last one starting before its end.
+        last = np.searchsorted(np.asarray(prof.times), est + sched.sim.now, side="left") - 1
+        np.maximum(last, 0, out=last)
+        idx = np.flatnonzero((nodes <= free) & (low[last] >= nodes))
+        if self.sjbf and len(idx) > 1:
+            idx = idx[np.lexsort((cols.seq[lo:][idx], est[idx]))]
+        return map(queue.__getitem__, (idx + lo).tolist())
 
     def _schedule_pinned(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
         """``depth`` reservations pinned to the nodes the allocator chose for them (the

@@ -61,6 +61,7 @@ from .allocators import Allocator, make_allocator
 from .errors import SchedulerError, UserError
 from .estimates import EstimateModel, UserEstimate, make_estimate
 from .job import Job, JobStatus, fresh_copies
+from .mirror import QueueMirror
 from .ordering import OrderingPolicy, QueueColumns, make_ordering
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -178,6 +179,8 @@ class SchedulerEntity(Entity):
         self._queue: list[Job] = []
         self._qkeys: list[tuple[Any, int]] = []
         self._key_of: dict[int, tuple[Any, int]] = {}  # seq -> queue key (static policies)
+        # Sizes and estimates of the queue, row for row (static policies): see queue_columns.
+        self._mirror: QueueMirror | None = QueueMirror() if self._static else None
         self._started_now: list[Job] = []
         # Columns of the queue for policies with vectorised keys (dynamic ones).
         self._cols: QueueColumns | None = None
@@ -207,6 +210,12 @@ class SchedulerEntity(Entity):
     def queue(self) -> list[Job]:
         """The waiting jobs (priority order for static policies, arrival order otherwise)."""
         return self._queue
+
+    def queue_columns(self, queue: list[Job]) -> QueueMirror | None:
+        """Read-only numpy columns (``nodes``, ``estimate``, ``seq``) of ``queue``, row for
+        row, when ``queue`` is the scheduler's own queue (static orderings); else None. Valid
+        until the pass ends (jobs started in it are still rows)."""
+        return self._mirror if queue is self._queue else None
 
     @property
     def running(self) -> dict[int, Job]:
@@ -261,6 +270,7 @@ class SchedulerEntity(Entity):
             self._qkeys.insert(i, k)
             self._queue.insert(i, job)
             self._key_of[job.seq] = k
+            self._mirror.insert(i, job.nodes, job.estimate, job.seq)  # type: ignore[union-attr]
         else:
             self._queue.append(job)  # arrival order: sorted by seq
             if self._cols is not None:
@@ -351,6 +361,9 @@ class SchedulerEntity(Entity):
             if static:
                 keep = [i for i, j in enumerate(queue) if j.status is _QUEUED]
                 self._queue = [queue[i] for i in keep]
+                mask = np.zeros(len(queue), dtype=bool)
+                mask[keep] = True
+                self._mirror.keep(mask)  # type: ignore[union-attr]
                 qk = self._qkeys
                 self._qkeys = [qk[i] for i in keep]
                 for j in started:
@@ -362,10 +375,12 @@ class SchedulerEntity(Entity):
             return
         if static:
             keys = self._qkeys
+            mirror = self._mirror
             for j in started:
                 i = bisect_left(keys, key_of.pop(j.seq))
                 del keys[i]
                 del queue[i]
+                mirror.delete(i)  # type: ignore[union-attr]
         else:
             positions = [bisect_left(queue, j.seq, key=_seq_of) for j in started]
             if self._cols is not None:

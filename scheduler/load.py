@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pdes.validate import check_float
+from pdes.validate import check_float, check_int
 
+from .errors import UserError
 from .job import Job
 
-__all__ = ["check_load_factor", "scale_load"]
+__all__ = ["check_load_factor", "scale_load", "tile_workload"]
 
 
 def check_load_factor(factor: Any, flag: str = "load_factor") -> float:
@@ -35,4 +36,40 @@ def scale_load(jobs: Sequence[Job], factor: float, *, t0: float | None = None) -
         t0 = min(j.submit_time for j in out)
     for j in out:
         j.submit_time = t0 + (j.submit_time - t0) / factor
+    return out
+
+
+def tile_workload(jobs: Sequence[Job], n_jobs: int) -> list[Job]:
+    """Fresh copies of ``jobs`` repeated end to end until there are ``n_jobs`` (a workload of
+    another size with the same mix, e.g. a stand-in for a longer log).
+
+    Repetition ``r`` (from 0) is submitted ``r * (span + gap)`` later, ``span`` being the time
+    from the first to the last submission and ``gap`` the mean inter-arrival time, so the
+    seam between two repetitions looks like any other arrival; job ids are shifted by ``r``
+    times (the largest id + 1), and so are the preceding-job ids (SWF field 17) that are set.
+    The last repetition is cut at ``n_jobs``. Jobs are taken in submission order.
+    """
+    n_jobs = check_int("n_jobs (the size of the tiled workload)", n_jobs, lo=1)
+    if not jobs:
+        raise UserError("tile_workload: the workload is empty; there is nothing to repeat")
+    base = sorted(jobs, key=lambda j: j.submit_time)
+    first, last = base[0].submit_time, base[-1].submit_time
+    span = last - first
+    period = span + span / (len(base) - 1) if len(base) > 1 else 1.0
+    if period <= 0:
+        period = 1.0  # every job at one instant: one second apart
+    stride = max(j.job_id for j in base) + 1
+    out: list[Job] = []
+    r = 0
+    while len(out) < n_jobs:
+        shift = r * period
+        for j in base[: n_jobs - len(out)]:
+            c = j.fresh()
+            if r:
+                c.submit_time = j.submit_time + shift
+                c.job_id = j.job_id + r * stride
+                if c.preceding_job >= 0:
+                    c.preceding_job = j.preceding_job + r * stride
+            out.append(c)
+        r += 1
     return out

@@ -1,12 +1,14 @@
-"""A minimal reference scheduler for the benchmarks: FCFS with none / EASY / conservative
-backfilling on node counts, one ``heapq`` event loop, no kernel, no allocator, no metrics.
+"""A minimal reference scheduler for the benchmarks: FCFS with none / EASY / EASY-SJBF /
+conservative backfilling on node counts, one ``heapq`` event loop, no kernel, no allocator, no
+metrics.
 
 It is the named baseline of ``bench_scheduler.py``: what a plain trace simulator costs on the
 same trace, so that simhpc's CPU time can be read as a multiple of it. It follows simhpc's
 definitions (``docs/scheduling.md``): jobs run for ``min(run, request)`` (killed at the
 request), plan with ``start + request``, all ends and submissions of an instant are seen
 before that instant's starts are decided; EASY reserves for the blocked head and backfills
-jobs that end by the shadow time or fit the extra nodes; conservative backfilling gives
+jobs that end by the shadow time or fit the extra nodes (in queue order; EASY-SJBF: shortest
+request first, ties in submission order); conservative backfilling gives
 every queued job the earliest slot of a free-node profile, compresses the plan in queue
 order after an early end, and starts jobs at their reservations. ``schedule`` returns the
 start time of every job, so a benchmark can also say how many starts agree with simhpc's.
@@ -88,8 +90,14 @@ class _Profile:
 
 def schedule(jobs: Sequence[tuple[float, int, float, float]], n_nodes: int, backfill: str) -> list[float]:
     """Start times of ``jobs`` = (submit, nodes, run, request) under FCFS with ``backfill``
-    (``none``, ``easy`` or ``conservative``); jobs are taken in submission order."""
+    (``none``, ``easy``, ``easy-sjbf`` or ``conservative``); jobs are taken in submission
+    order."""
+    if backfill not in ("none", "easy", "easy-sjbf", "conservative"):
+        raise ValueError(f"backfill {backfill!r}; valid: none, easy, easy-sjbf, conservative")
     order = sorted(range(len(jobs)), key=lambda i: (jobs[i][0], i))
+    rank = [0] * len(jobs)  # place in submission order: SJBF's tie-break
+    for k, i in enumerate(order):
+        rank[i] = k
     start = [math.nan] * len(jobs)
     events: list[tuple[float, int, int]] = []  # (time, kind 0 end / 1 submit / 2 wake, job)
     for i in order:
@@ -164,7 +172,7 @@ def schedule(jobs: Sequence[tuple[float, int, float, float]], n_nodes: int, back
             launch(queue[k])
             k += 1
         queue = queue[k:]
-        if backfill == "easy" and queue and free > 0:
+        if backfill != "none" and queue and free > 0:
             head = jobs[queue[0]][1]
             avail = free
             shadow = extra = None
@@ -179,15 +187,19 @@ def schedule(jobs: Sequence[tuple[float, int, float, float]], n_nodes: int, back
                 if avail >= head:
                     shadow, extra = t, avail - head
                     break
-            kept = [queue[0]]
-            for i in queue[1:]:
+            cands = queue[1:]
+            if backfill == "easy-sjbf":
+                cands.sort(key=lambda i: (jobs[i][3], rank[i]))
+            started = set()
+            for i in cands:
                 n = jobs[i][1]
                 if n <= free and now + jobs[i][3] <= shadow:
                     launch(i)
+                    started.add(i)
                 elif n <= free and n <= extra:
                     extra -= n
                     launch(i)
-                else:
-                    kept.append(i)
-            queue = kept
+                    started.add(i)
+            if started:
+                queue = [i for i in queue if i not in started]
     return start

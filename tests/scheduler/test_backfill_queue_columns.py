@@ -1,0 +1,157 @@
+"""The queue's numpy columns (scheduler.mirror) and the backfill passes that use them.
+
+EASY, EASY-SJBF and depth k pick their backfill candidates from a long queue with one
+vectorised comparison on the columns. The columns must stay row for row with the queue
+(insertions in the middle under non-FCFS orders, single and bulk removals), and the
+schedules must be those of the plain Python walk over the queue (forced here by raising the
+queue length from which the columns are used) and of the reference scheduler of the
+benchmarks, on workloads whose queues grow to hundreds of jobs.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from scheduler import backfill as bf_mod
+from scheduler.backfill import Easy, make_backfill
+from scheduler.job import Job
+from scheduler.lifecycle import simulate
+from scheduler.load import tile_workload
+from scheduler.metrics import capacity_violations
+from scheduler.mirror import QueueMirror
+from scheduler.workload import Exponential, LogNormal, PowerOfTwo, SyntheticWorkload, Uniform
+
+
+def loaded(n=600, seed=2, gap=25.0):
+    """A workload that overloads 64 nodes: the queue grows to hundreds of jobs."""
+    return SyntheticWorkload(
+        n_jobs=n,
+        inter_arrival=Exponential(mean=gap),
+        size=PowerOfTwo(low=1, high=64),
+        run_time=LogNormal(median=900.0, sigma=1.2),
+        request_factor=Uniform(low=1.0, high=3.0),
+        max_run_time=30000.0,
+    ).generate(seed)
+
+
+def starts(res):
+    return {j.job_id: j.start_time for j in res.jobs}
+
+
+def test_mirror_follows_a_list_through_inserts_and_removals():
+    rng = random.Random(4)
+    m = QueueMirror(capacity=2)
+    model: list[tuple[int, float, int]] = []
+    for step in range(600):
+        op = rng.random()
+        if op < 0.55 or not model:
+            i = rng.randint(0, len(model))
+            row = (rng.randint(1, 64), rng.random() * 1000, step)
+            model.insert(i, row)
+            m.insert(i, *row)
+        elif op < 0.85:
+            i = rng.randrange(len(model))
+            del model[i]
+            m.delete(i)
+        else:
+            mask = np.array([rng.random() < 0.7 for _ in model], dtype=bool)
+            model = [r for r, k in zip(model, mask) if k]
+            m.keep(mask)
+        assert len(m) == len(model)
+        assert m.nodes.tolist() == [r[0] for r in model]
+        assert m.estimate.tolist() == [r[1] for r in model]
+        assert m.seq.tolist() == [r[2] for r in model]
+
+
+class _Checked(Easy):
+    """EASY that checks, at every pass, that the columns are the queue's, row for row."""
+
+    name = "easy"
+    seen = 0
+
+    def schedule(self, sched, queue):
+        cols = sched.queue_columns(queue)
+        assert cols is not None and len(cols) == len(queue)
+        assert cols.nodes.tolist() == [j.nodes for j in queue]
+        assert cols.estimate.tolist() == [j.estimate for j in queue]
+        assert cols.seq.tolist() == [j.seq for j in queue]
+        type(self).seen = max(type(self).seen, len(queue))
+        super().schedule(sched, queue)
+
+
+@pytest.mark.parametrize("order", ["fcfs", "sjf", "laf"])
+def test_columns_stay_row_for_row_with_the_queue(order):
+    _Checked.seen = 0
+    res = simulate(loaded(n=300), n_nodes=64, ordering=order, backfill=_Checked())
+    assert _Checked.seen > 100  # long queues, many insertions and removals
+    assert capacity_violations(res.jobs, 64) == []
+
+
+def test_dynamic_orders_get_no_columns():
+    class Probe(Easy):
+        got = []
+
+        def schedule(self, sched, queue):
+            Probe.got.append(sched.queue_columns(queue))
+            super().schedule(sched, queue)
+
+    simulate(loaded(n=80), n_nodes=64, ordering="wfp", backfill=Probe())
+    assert Probe.got and all(c is None for c in Probe.got)
+
+
+@pytest.mark.parametrize("backfill,depth", [("easy", 1), ("easy-sjbf", 1), ("easy", 3), ("easy-sjbf", 2)])
+@pytest.mark.parametrize("order", ["fcfs", "sjf"])
+def test_vectorised_candidates_give_the_python_walks_schedule(monkeypatch, backfill, depth, order):
+    jobs = loaded()
+    opts = {"depth": depth} if depth > 1 else None
+    fast = simulate(jobs, n_nodes=64, ordering=order, backfill=backfill, backfill_options=opts)
+    monkeypatch.setattr(bf_mod, "_VECTOR_MIN", 10**9)
+    plain = simulate(jobs, n_nodes=64, ordering=order, backfill=backfill, backfill_options=opts)
+    assert starts(fast) == starts(plain)
+    assert len({j.start_time for j in fast.jobs}) > 100
+
+
+@pytest.mark.parametrize("backfill", ["easy", "easy-sjbf", "conservative", "none"])
+def test_schedules_equal_the_reference_scheduler(scripts_on_path, backfill):
+    import sched_reference
+
+    # Conservative backfilling plans every queued job: a shorter workload keeps it quick.
+    jobs = loaded(n=200 if backfill == "conservative" else 500, seed=6, gap=20.0)
+    res = simulate(jobs, n_nodes=64, backfill=backfill)
+    ref = sched_reference.schedule([(j.submit_time, j.nodes, j.run_time, j.request_time) for j in jobs],
+                                   64, backfill)
+    assert starts(res) == {j.job_id: s for j, s in zip(jobs, ref)}
+
+
+def test_the_reference_scheduler_rejects_an_unknown_policy(scripts_on_path):
+    import sched_reference
+
+    with pytest.raises(ValueError, match="easy-sjbf"):
+        sched_reference.schedule([(0.0, 1, 1.0, 1.0)], 4, "firstfit")
+
+
+@pytest.fixture
+def scripts_on_path(monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "scripts"))
+
+
+def test_tile_workload_repeats_the_mix_end_to_end():
+    base = [Job(job_id=10 + i, job_size=1 + i % 3, submit_time=100.0 + 50.0 * i, run_time=30.0, request_time=60.0,
+                preceding_job=10 + i - 1 if i else -1) for i in range(5)]
+    out = tile_workload(base, 12)
+    assert len(out) == 12 and all(o is not b for o in out for b in base)
+    # span 200 s + mean gap 50 s: each repetition starts 250 s later.
+    assert [o.submit_time for o in out[:6]] == [100.0, 150.0, 200.0, 250.0, 300.0, 350.0]
+    assert out[10].submit_time == 100.0 + 2 * 250.0
+    assert len({o.job_id for o in out}) == 12 and out[5].job_id == 10 + 15
+    assert out[6].preceding_job == out[5].job_id and out[5].preceding_job == -1
+    assert [o.nodes for o in out] == [b.nodes for b in base] * 2 + [base[0].nodes, base[1].nodes]
+    with pytest.raises(Exception, match="n_jobs"):
+        tile_workload(base, 0)
+    with pytest.raises(Exception, match="empty"):
+        tile_workload([], 3)
