@@ -409,7 +409,7 @@ class CreditRouter(Entity):
             st.maxq[l] = start - ready
         end = start + ser
         st.free[l] = end
-        st.bytes[l] += nb
+        st.link_bytes[l] += nb
         st.busy[l] += ser
         lat = st.lat[l]
         self.send(st.dst_eid[l], "chunk", (route, hop + 1, nb, end + lat, msg, vcs), (start - now) + lat)

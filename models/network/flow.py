@@ -243,7 +243,7 @@ class FlowSolver(Entity):
     def _segment_done(self, f: _Flow, changed: set[int]) -> None:
         st = self._st
         on_link = self._on_link
-        b = st.bytes
+        b = st.link_bytes
         for l in f.route:
             b[l] += f.size
             s = on_link[l]

@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from pdes import Entity
+from pdes.event import Event
 
 _INF = math.inf
 
@@ -58,6 +60,9 @@ class NetworkNode(Entity):
         self._solver = net.solver_eid
         self._adaptive = net.topology.is_adaptive
         self._n_nodes = net.topology.n_nodes
+        self._path_base = self.node * self._n_nodes  # + dst: the key of a cached path
+        if self._ideal:
+            self.net_send = self._net_send_ideal
         self._keyed = net.topology.routing in net.topology.KEYED_ROUTINGS
         # Credit-based flow control: the injection link's (link * nvc + vc) key the NIC
         # waits on for credit, -1 when it does not wait.
@@ -202,7 +207,7 @@ class NetworkNode(Entity):
         ser = nb / st.bw[l]
         end = now + ser
         st.free[l] = end
-        st.bytes[l] += nb
+        st.link_bytes[l] += nb
         st.busy[l] += ser
         st.chunks += 1
         lat = st.lat[l]
@@ -253,7 +258,7 @@ class NetworkNode(Entity):
         ser = nb / st.bw[l]
         end = now + ser
         st.free[l] = end
-        st.bytes[l] += nb
+        st.link_bytes[l] += nb
         st.busy[l] += ser
         st.chunks += 1
         lat = st.lat[l]
@@ -304,25 +309,69 @@ class NetworkNode(Entity):
         self.after(tail - self.sim.now + self._st.o_r, self._deliver, msg)
 
     def _deliver(self, msg: tuple) -> None:
+        """The whole message has arrived and the receive overhead has passed."""
         self.on_message(msg[0], msg[2], msg[4], msg[3])
 
     # -- ideal model -----------------------------------------------------------------------------
+    # A cached path: [route, o_s + sum(L) + o_r, min bandwidth, bytes sent since its links
+    # were last credited (see NetState.bytes), the destination's delivery callable (None when
+    # it lives on another MPI rank), its entity id, hops between routers, injection bandwidth].
+
+    def _net_send_ideal(self, dst: int, nbytes: int, payload: Any = None, job: int = -1, notify: bool = False) -> None:
+        """:meth:`net_send` on the ideal model, in one call for a message on a cached path,
+        its delivery event built here: this is the MPI layer's hottest path."""
+        st = self._st
+        path = st.ideal_paths.get(self._path_base + dst)
+        if path is None or not 0 <= nbytes < _INF or (st.job_links and job in st.job_links):
+            NetworkNode.net_send(self, dst, nbytes, payload, job, notify)
+            return
+        mid = self._mid
+        self._mid = mid + 1
+        node = self.node
+        msg = (node, mid, nbytes, job, payload, notify, node + self._n_nodes * mid)
+        path[3] += nbytes
+        st.messages += 1
+        js = st.jobs.get(job)
+        if js is None:
+            js = st.jobs[job] = [0.0, 0.0, 0]
+        js[0] += nbytes
+        js[1] += nbytes * path[6]
+        js[2] += 1
+        sim = self.sim
+        delay = path[1] + nbytes / path[2]
+        fn = path[4]
+        if fn is None or not delay >= sim.lookahead:
+            self.send(path[5], "_deliver", msg, delay)
+        else:
+            # The event, built inline (see Entity.send).
+            key = self._evkey
+            self._evkey = key + 1
+            t = sim.now + delay
+            e = Event(t)
+            e.t = t
+            e.key = key
+            e.fn = fn
+            e.data = msg
+            heappush(sim._heap, e)
+        if notify:
+            self.after(st.o_s + nbytes / path[7], self._sent, msg)
+
     def _ideal_send(self, dst: int, msg: tuple) -> None:
         st = self._st
         # Routes that depend on the message key (ECMP, Valiant) are not cached here: the
         # topology caches the routes themselves.
         restricted = bool(st.job_links) and msg[3] in st.job_links
-        ck = None if (self._keyed or restricted) else (self.node, dst)
-        path = st.ideal_paths.get(ck) if ck is not None else None
-        if path is None:
-            route = self._route_for(msg[3], dst, msg[1])
-            lat = st.lat
-            bw = st.bw
-            path = (route, sum(lat[l] for l in route), min(bw[l] for l in route))
-            if ck is not None:
-                st.ideal_paths[ck] = path
-        route, sum_lat, min_bw = path
         nbytes = msg[2]
+        route = self._route_for(msg[3], dst, msg[1])
+        lat = st.lat
+        bw = st.bw
+        base = st.o_s + sum(map(lat.__getitem__, route)) + st.o_r
+        min_bw = min(map(bw.__getitem__, route))
+        dest = st.dst_eid[route[-1]]
+        if self._keyed or restricted:
+            sbytes = st.link_bytes
+            for l in route:
+                sbytes[l] += nbytes
         st.messages += 1
         js = st.jobs.get(msg[3])
         if js is None:
@@ -330,34 +379,34 @@ class NetworkNode(Entity):
         js[0] += nbytes
         js[1] += nbytes * (len(route) - 2)
         js[2] += 1
-        sbytes = st.bytes
-        for l in route:
-            sbytes[l] += nbytes
-        delay = st.o_s + sum_lat + nbytes / min_bw
-        self.send(st.dst_eid[route[-1]], "ideal_in", msg, delay)
+        # Delivered o_r after the last byte: the receive overhead is part of the one event.
+        self.send(dest, "_deliver", msg, base + nbytes / min_bw)
         if msg[5]:
-            self.after(st.o_s + nbytes / st.bw[route[0]], self._sent, msg)
-
-    def ideal_in(self, msg: tuple) -> None:
-        """Ideal model: the whole message has arrived."""
-        o_r = self._st.o_r
-        if o_r > 0.0:
-            self.after(o_r, self._deliver, msg)
-        else:
-            self._deliver(msg)
+            self.after(st.o_s + nbytes / bw[route[0]], self._sent, msg)
+        if not (self._keyed or restricted):
+            # Cache the path, with the delivery callable the send above resolved (None for a
+            # node on another MPI rank); the bytes of this message go on its links now.
+            table = self.sim._svc_tables.get("_deliver")
+            fn = table[dest] if table is not None and dest < len(table) else None
+            sbytes = st.link_bytes
+            for l in route:
+                sbytes[l] += nbytes
+            if len(st.ideal_paths) >= st.topology.route_cache_size:
+                st.flush_paths(True)
+            st.ideal_paths[self._path_base + dst] = [route, base, min_bw, 0.0, fn, dest, len(route) - 2, bw[route[0]]]
 
     # -- flow model --------------------------------------------------------------------------
     def _flow_send(self, dst: int, msg: tuple) -> None:
         st = self._st
         restricted = bool(st.job_links) and msg[3] in st.job_links
-        ck = None if (self._keyed or restricted) else (self.node, dst)
-        path = st.ideal_paths.get(ck) if ck is not None else None
+        ck = None if (self._keyed or restricted) else self._path_base + dst
+        path = st.flow_paths.get(ck) if ck is not None else None
         if path is None:
             route = self._route_for(msg[3], dst, msg[1])
             lat = st.lat
             path = (route, sum(lat[l] for l in route))
             if ck is not None:
-                st.ideal_paths[ck] = path
+                st.flow_paths[ck] = path
         route, sum_lat = path
         nbytes = msg[2]
         st.messages += 1

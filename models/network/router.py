@@ -51,7 +51,7 @@ class Router(Entity):
             start = f
         end = start + ser
         free[l] = end
-        st.bytes[l] += nb
+        st.link_bytes[l] += nb
         st.busy[l] += ser
         lat = st.lat[l]
         # (start - now) + lat, not start + lat - now: the delay must never round below L.

@@ -41,7 +41,9 @@ class NetState:
         self.dst_eid: list[int] = link_dst_eid.tolist()
         n = t.n_links
         self.free: list[float] = [0.0] * n
-        self.bytes: list[float] = [0.0] * n
+        # Bytes per link; read through :attr:`bytes`, which first adds the ideal model's
+        # pending per-path bytes.
+        self.link_bytes: list[float] = [0.0] * n
         self.busy: list[float] = [0.0] * n
         self.maxq: list[float] = [0.0] * n
         # job id -> [bytes, hop-bytes, messages] of messages sent from this rank's nodes.
@@ -52,9 +54,11 @@ class NetState:
         # Jobs whose routing is restricted to their own links (link-reserving allocators):
         # job -> [allowed link mask, number of local nodes using it, route cache].
         self.job_links: dict[int, list] = {}
-        # Ideal model: (src, dst) -> (route, sum of latencies, min bandwidth); flow model:
-        # (src, dst) -> (route, sum of latencies).
-        self.ideal_paths: dict[tuple[int, int], tuple] = {}
+        # Cached paths, keyed src * n_nodes + dst. Ideal model: [route, sum of latencies,
+        # min bandwidth, bytes sent since the links were last updated]; flow model: (route,
+        # sum of latencies).
+        self.ideal_paths: dict[int, list] = {}
+        self.flow_paths: dict[int, tuple] = {}
         # Flow model (counted by the solver's rank): flows (segments) started, rate
         # recomputations, and the flows they touched (summed and largest).
         self.flows = 0
@@ -71,6 +75,25 @@ class NetState:
             self.credits = CreditState(
                 topology, vcs=config.vcs, buffer_size=config.buffer_size, link_src_eid=link_src_eid
             )
+
+    @property
+    def bytes(self) -> list[float]:
+        """Bytes sent over each link so far (by this rank's nodes), indexed by link id."""
+        self.flush_paths(False)
+        return self.link_bytes
+
+    def flush_paths(self, forget: bool) -> None:
+        """Add the bytes sent on the ideal model's cached paths to their links; with
+        ``forget``, also empty the cache (it is bounded like the topology's route cache)."""
+        lb = self.link_bytes
+        for path in self.ideal_paths.values():
+            nb = path[3]
+            if nb:
+                path[3] = 0.0
+                for l in path[0]:
+                    lb[l] += nb
+        if forget:
+            self.ideal_paths.clear()
 
 
 @dataclass

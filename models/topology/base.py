@@ -189,6 +189,11 @@ class Topology(ABC):
         c[(s, d, k * self._kf)] = r
         return r
 
+    @property
+    def route_cache_size(self) -> int:
+        """The most routes cached at once (the cache empties when full)."""
+        return self._rc_cap
+
     def clear_route_cache(self) -> None:
         """Forget every cached route."""
         self._rc.clear()

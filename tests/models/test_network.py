@@ -317,3 +317,21 @@ def test_a_size_that_is_not_a_finite_byte_count_is_refused_at_the_send(bad):
     net = Network(sim, topo)
     with pytest.raises(ValueError, match="nbytes must be a finite number"):
         net.nodes[0].net_send(1, bad)
+
+
+@pytest.mark.parametrize("cache_size", [1, 3, 1 << 17])
+def test_ideal_path_cache_gives_the_same_times_and_link_bytes_at_any_size(cache_size):
+    # Repeated messages take the cached-path fast path, whose bytes reach the links only when
+    # the totals are read, and a full cache is flushed and emptied: neither may change a
+    # delivery time or a byte count (the packet model counts the same bytes per link).
+    topo = Torus(dims=(4, 3), nodes_per_router=2, cache_size=cache_size)
+    msgs = {s: [((s * 5 + 3 + i) % topo.n_nodes, 1000 * (i + 1), s % 3) for i in range(4)] * 3 for s in range(0, topo.n_nodes, 3)}
+    _, net, log, sent = run_traffic(topo, msgs, model="ideal", o_s=1e-6, o_r=5e-7)
+    ref = Torus(dims=(4, 3), nodes_per_router=2)
+    _, net_ref, log_ref, sent_ref = run_traffic(ref, msgs, model="ideal", o_s=1e-6, o_r=5e-7)
+    assert sorted(log) == sorted(log_ref) and sorted(sent) == sorted(sent_ref)
+    for t, s, d, nb, _, _ in log:
+        assert t == pytest.approx(ideal_time(topo, s, d, nb, 1e-6, 5e-7), rel=1e-12)
+    _, net_p, _, _ = run_traffic(ref, msgs, model="packet")
+    b = net.stats().link_bytes
+    assert b.sum() > 0 and (b == net_ref.stats().link_bytes).all() and (b == net_p.stats().link_bytes).all()
