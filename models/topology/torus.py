@@ -220,29 +220,54 @@ class Torus(Topology):
         # third of the memory per rank of a large job).
         return self._s2l.tolist()
 
-    def _route1(self, src: int, dst: int, key: int) -> tuple[int, ...]:
-        c = self.nodes_per_router
+    @cached_property
+    def _rings(self) -> list[tuple[int, int, int, bool, dict[int, tuple[list[int], list[int]]]]]:
+        # Per dimension: (i, k, stride, wrap, the rings made so far by the router index of
+        # their coordinate 0; see _ring).
+        return [(i, k, st, bool(wr), {}) for i, (k, st, wr) in enumerate(zip(self.dims, self._strides, self.wrap))]
+
+    def _ring(self, i: int, base: int) -> tuple[list[int], list[int]]:
+        """Dimension ``i``'s ring through router ``base`` (its coordinate 0), as two lists of
+        2k link ids: ``plus[x]`` leaves coordinate x mod k towards +, ``minus[k-1-x]`` leaves
+        coordinate x towards -; a route's hops in that dimension are one slice of either."""
+        k = self.dims[i]
+        st = self._strides[i]
         D2 = 2 * len(self.dims)
         s2l = self._s2l_scalar
+        plus = [s2l[(base + x * st) * D2 + 2 * i] for x in range(k)]
+        minus = [s2l[(base + (k - 1 - j) * st) * D2 + 2 * i + 1] for j in range(k)]
+        ring = (plus + plus, minus + minus)
+        self._rings[i][4][base] = ring
+        return ring
+
+    def _route1(self, src: int, dst: int, key: int) -> tuple[int, ...]:
+        c = self.nodes_per_router
         r = src // c
         rd = dst // c
         out = [src]
-        for i, (k, st, wr) in enumerate(zip(self.dims, self._strides, self.wrap)):
+        for i, k, st, wr, made in self._rings:
             xs = (r // st) % k
             xd = (rd // st) % k
             if xs == xd:
                 continue
-            dr, steps = _dim_step(xs, xd, k, wr)
-            x = xs
-            base = 2 * i + dr
-            for _ in range(steps):
-                out.append(s2l[r * D2 + base])
-                if dr == 0:
-                    nx = x + 1 if x + 1 < k else 0
-                else:
-                    nx = x - 1 if x > 0 else k - 1
-                r += (nx - x) * st
-                x = nx
+            # (_dim_step, inlined.)
+            if wr:
+                delta = (xd - xs) % k
+                up = 2 * delta <= k
+                steps = delta if up else k - delta
+            else:
+                up = xd > xs
+                steps = xd - xs if up else xs - xd
+            base = r - xs * st
+            ring = made.get(base)
+            if ring is None:
+                ring = self._ring(i, base)
+            if up:
+                out += ring[0][xs:xs + steps]
+            else:
+                j = k - 1 - xs
+                out += ring[1][j:j + steps]
+            r += (xd - xs) * st
         out.append(self.n_nodes + dst)
         return tuple(out)
 

@@ -136,3 +136,17 @@ def test_locality_units_are_slabs_of_the_largest_dimension():
 def test_invalid_parameters_raise(kwargs, match):
     with pytest.raises(TopologyError, match=match):
         Torus(**kwargs)
+
+
+@pytest.mark.parametrize("dims,wrap", [((4, 3, 5), True), ((4, 3, 5), False), ((5, 2, 6), (True, False, True)), ((2, 2), True), ((7,), True)])
+def test_every_route_matches_the_vectorized_routes(dims, wrap):
+    # A route's hops in one dimension are a slice of that dimension's ring: every pair,
+    # both ways round (ties of k/2 included) and on meshes, against the vectorized routes.
+    t = Torus(dims=dims, wrap=wrap, nodes_per_router=2)
+    n = t.n_nodes
+    src = np.repeat(np.arange(n), n)
+    dst = np.tile(np.arange(n), n)
+    keep = src != dst
+    off, links = t.routes(src[keep], dst[keep])
+    for i, (s, d) in enumerate(zip(src[keep].tolist(), dst[keep].tolist())):
+        assert t.route(s, d) == tuple(links[off[i]:off[i + 1]].tolist())
