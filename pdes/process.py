@@ -280,7 +280,13 @@ class Process(greenlet):
         self._hibernating = False
         sim = self._sim
         if getcurrent() is sim._hub:
-            _switch_within_event(sim, self, _Resume(value))
+            # (_switch_within_event, inlined: the MPI layer resumes a rank once per message.)
+            direct = sim._direct
+            sim._direct = False
+            try:
+                self.switch(_Resume(value))
+            finally:
+                sim._direct = direct
         else:
             heappush(sim._heap, make_event(sim.now, self.entity._next_key(), self.switch, _Resume(value)))
 

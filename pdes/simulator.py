@@ -16,9 +16,10 @@ import signal
 import sys
 import time as _time
 import traceback
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from dataclasses import dataclass, field
-from heapq import heapify, heappop, heappush
+from heapq import heappop, heappush
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterator, TypeVar
 
 from greenlet import getcurrent
@@ -34,6 +35,14 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 E = TypeVar("E", bound=Entity)
+
+
+# Tied events sort by key: descending in the list (see Simulator._first_tied).
+_KEY = attrgetter("key")
+
+
+def _NEG_KEY(e: Any) -> int:
+    return -e.key
 
 
 def _is_int(x: Any) -> bool:
@@ -190,7 +199,8 @@ class Simulator:
         self._live: dict[Process, None] = {}
         self._hub = None
         self._hub_switch = None  # the hub's bound switch, shared by every process
-        # Events due at one time, being run in key order: (key, event) pairs, a heap.
+        # Events due at one time, being run in key order: a list sorted by descending key
+        # (the next one is the last).
         self._tied: list = []
         # A blocking process runs the next event itself when it resumes another process, is
         # due before the horizon (the end time, or the end of the current window) and
@@ -199,6 +209,9 @@ class Simulator:
         # Process._pass.
         self._horizon = -math.inf
         self._direct = False
+        # What _direct returns to when a group of tied events is done (False in the
+        # statistics mode, which must see every event).
+        self._direct_ok = False
         self._failed_process: tuple[Process, BaseException] | None = None
         self._outboxes: list[list] = [[] for _ in range(self.size)]
         self._min_sent = math.inf
@@ -421,7 +434,7 @@ class Simulator:
             # STOP_KEY sorts before every model key, so events at exactly end_time never run.
             heappush(heap, make_event(end, STOP_KEY, self._stop, None))
         self._horizon = end
-        self._direct = True
+        self._direct = self._direct_ok = True
         # The loop keeps no counters: events are counted afterwards from the entities' key
         # counters (see _count_events), which keeps the hot path to pop, clock, call.
         e = None
@@ -431,7 +444,13 @@ class Simulator:
             try:
                 while True:
                     if tied:
-                        e = self._next_tied()
+                        # (_next_tied, inlined unless new events joined the group.)
+                        if heap and heap[0] == tied[-1]:
+                            e = self._next_tied()
+                        else:
+                            e = tied.pop()
+                            if not tied:
+                                self._direct = True
                     else:
                         e = pop(heap)
                         if heap and heap[0] == e:
@@ -459,7 +478,7 @@ class Simulator:
 
     def _reset_loop(self) -> None:
         self._horizon = -math.inf
-        self._direct = False
+        self._direct = self._direct_ok = False
         self._untie()
 
     # -- deferred events -----------------------------------------------------------------------
@@ -493,16 +512,16 @@ class Simulator:
     def _first_tied(self, e: Any) -> Any:
         """``e`` was popped and the heap holds more events at its time: return the first by key.
 
-        All events at that time move to ``_tied``, a heap of (key, event), until they have
-        run; events created meanwhile for the same time join them (see _next_tied).
+        All events at that time move to ``_tied``, sorted once by descending key, until they
+        have run (each is popped from the end); events created meanwhile for the same time
+        join them in order (see _next_tied, rarely needed: most events have a delay).
         """
         heap = self._heap
         tied = self._tied
-        tied.append((e.key, e))
+        tied.append(e)
         while heap and heap[0] == e:
-            x = heappop(heap)
-            tied.append((x.key, x))
-        heapify(tied)
+            tied.append(heappop(heap))
+        tied.sort(key=_KEY, reverse=True)
         self._direct = False
         return self._take_tied()
 
@@ -510,22 +529,21 @@ class Simulator:
         """The next event of the current group of tied events (joined by any new ones)."""
         heap = self._heap
         tied = self._tied
-        t = tied[0][1]
+        t = tied[-1]
         while heap and heap[0] == t:
-            x = heappop(heap)
-            heappush(tied, (x.key, x))
+            insort(tied, heappop(heap), key=_NEG_KEY)
         return self._take_tied()
 
     def _take_tied(self) -> Any:
         tied = self._tied
-        e = heappop(tied)[1]
+        e = tied.pop()
         if not tied:
-            self._direct = True
+            self._direct = self._direct_ok
         return e
 
     def _untake(self, e: Any) -> None:
         """Give back the event just taken from the tied group (it stays first)."""
-        heappush(self._tied, (e.key, e))
+        self._tied.append(e)
         self._direct = False
 
     def _untie(self) -> None:
@@ -533,7 +551,7 @@ class Simulator:
         tied = self._tied
         if tied:
             heap = self._heap
-            for _, x in tied:
+            for x in tied:
                 heappush(heap, x)
             tied.clear()
 
@@ -651,14 +669,20 @@ class Simulator:
             if wend > end:
                 wend = end
             self._horizon = wend
-            self._direct = direct
+            self._direct = self._direct_ok = direct
             e = None
             try:
                 if stop is not None:
                     stop.in_window = True
                 while True:
                     if tied:
-                        e = self._next_tied()
+                        # (_next_tied, inlined unless new events joined the group.)
+                        if heap[0] == tied[-1]:
+                            e = self._next_tied()
+                        else:
+                            e = tied.pop()
+                            if not tied:
+                                self._direct = direct
                     elif heap[0] < wend:
                         e = pop(heap)
                         if heap[0] == e:
@@ -687,7 +711,7 @@ class Simulator:
                 if stop is not None:
                     stop.in_window = False
                 self._horizon = -math.inf
-                self._direct = False
+                self._direct = self._direct_ok = False
                 self._untie()
             if prof is not None:
                 prof.end_window()

@@ -57,6 +57,31 @@ def test_services_run_in_time_then_key_order():
     assert sim.stats.events == 4
 
 
+class Chain(Recorder):
+    def ping(self, data):
+        super().ping(data)
+        if data.endswith("!"):
+            self.send(self.eid, "ping", data[:-1] + " then", delay=0.0)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_events_created_during_a_group_of_tied_events_join_it_in_key_order(parallel):
+    # At t=1 four events tie. Those that A and B create at t=1 (delay 0) join the group and,
+    # having smaller keys than the events of later entities, run before them; C's runs last.
+    sim = Simulator(lookahead=1.0, comm=None, parallel=parallel)
+    log = []
+    a, b, c = sim.add_entities(Chain, 3, log)
+    c.send(c.eid, "ping", "c1!", delay=1.0)
+    c.send(c.eid, "ping", "c2", delay=1.0)
+    b.send(b.eid, "ping", "b1!", delay=1.0)
+    a.send(a.eid, "ping", "a1!", delay=1.0)
+    a.send(a.eid, "ping", "a2", delay=2.0)
+    st = sim.run()
+    assert [d for _, _, d in log] == ["a1!", "a1 then", "b1!", "b1 then", "c1!", "c2", "c1 then", "a2"]
+    assert [t for t, _, _ in log] == [1.0] * 7 + [2.0]
+    assert st.events == 8
+
+
 @pytest.mark.parametrize("parallel", [False, True])
 def test_events_at_or_after_end_time_are_not_executed(parallel):
     sim = Simulator(end_time=10.0, lookahead=1.0, comm=None, parallel=parallel)
