@@ -298,6 +298,12 @@ class MpiNode(NetworkNode):
 
     # -- network hooks ----------------------------------------------------------------------------
     def on_message(self, src: int, nbytes: int, p: tuple, job: int) -> None:
+        self._deliver((src, 0, nbytes, job, p))
+
+    def _deliver(self, msg: tuple) -> None:
+        # NetworkNode._deliver and on_message in one call: every message arrives here.
+        p = msg[4]
+        job = msg[3]
         js = self._jobs.get(job)
         if js is None or js.killed:
             self.discarded[job] = self.discarded.get(job, 0) + 1

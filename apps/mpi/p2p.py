@@ -153,9 +153,11 @@ class Endpoint:
         self.poll_s = js.poll
         self.net_send = node.net_send
         self.proc = None
-        self.posted: dict[tuple[int, int, int], deque] = {}
+        # (ctx, src, tag) -> the posted receive, or a deque of them when several wait.
+        self.posted: dict[tuple[int, int, int], Any] = {}
         self.wild: list[Request] = []
-        self.unexp: dict[tuple[int, int, int], deque] = {}
+        # (ctx, src, tag) -> (arrival number, envelope), or a deque of them.
+        self.unexp: dict[tuple[int, int, int], Any] = {}
         self.aseq = 0
         self.pseq = 0
         self.sseq: dict[int, int] = {}
@@ -215,10 +217,15 @@ class Endpoint:
         req.pseq = self.pseq
         self.pseq += 1
         if src >= 0 and tag >= 0:
+            # One posted receive per key is the rule: it is stored alone, and a deque is made
+            # only for a second one (a deque per message would be the costliest allocation).
             key = (ctx, src, tag)
-            q = self.posted.get(key)
+            posted = self.posted
+            q = posted.get(key)
             if q is None:
-                self.posted[key] = deque((req,))
+                posted[key] = req
+            elif q.__class__ is Request:
+                posted[key] = deque((q, req))
             else:
                 q.append(req)
         else:
@@ -230,19 +237,19 @@ class Endpoint:
         if src >= 0 and tag >= 0:
             key = (ctx, src, tag)
             q = unexp.get(key)
-            if not q:
+            if q is None:
                 return None
-            e = q.popleft()
-            if not q:
-                del unexp[key]
-            return e[1]
-        bkey = self._find_unexpected(ctx, src, tag)
-        if bkey is None:
-            return None
-        q = unexp[bkey]
+        else:
+            key = self._find_unexpected(ctx, src, tag)
+            if key is None:
+                return None
+            q = unexp[key]
+        if q.__class__ is tuple:
+            del unexp[key]
+            return q[1]
         e = q.popleft()
         if not q:
-            del unexp[bkey]
+            del unexp[key]
         return e[1]
 
     def _find_unexpected(self, ctx: int, src: int, tag: int) -> tuple[int, int, int] | None:
@@ -251,7 +258,7 @@ class Endpoint:
         bkey = None
         for key, q in self.unexp.items():
             if key[0] == ctx and (src < 0 or key[1] == src) and (tag < 0 or key[2] == tag):
-                a = q[0][0]
+                a = q[0] if q.__class__ is tuple else q[0][0]
                 if bkey is None or a < best:
                     best = a
                     bkey = key
@@ -263,12 +270,12 @@ class Endpoint:
             return None
         if src >= 0 and tag >= 0:
             q = self.unexp.get((ctx, src, tag))
-            p = q[0][1] if q else None
         else:
             k = self._find_unexpected(ctx, src, tag)
-            p = self.unexp[k][0][1] if k is not None else None
-        if p is None:
+            q = self.unexp[k] if k is not None else None
+        if q is None:
             return None
+        p = q[1] if q.__class__ is tuple else q[0][1]
         return Status(p[5], p[6], p[7], p[8] if p[0] == EAGER else None)
 
     # -- arrivals (called by the node entity, in event context) ----------------------------
@@ -298,7 +305,7 @@ class Endpoint:
         tag = p[6]
         key = (ctx, src, tag)
         q = self.posted.get(key)
-        req = q[0] if q else None
+        req = q if q is None or q.__class__ is Request else q[0]
         wild = self.wild
         if wild:
             for i, w in enumerate(wild):
@@ -311,9 +318,12 @@ class Endpoint:
         if req is None:
             a = self.aseq
             self.aseq = a + 1
-            uq = self.unexp.get(key)
+            unexp = self.unexp
+            uq = unexp.get(key)
             if uq is None:
-                self.unexp[key] = deque(((a, p),))
+                unexp[key] = (a, p)  # alone, as posted receives are (see recv)
+            elif uq.__class__ is tuple:
+                unexp[key] = deque((uq, (a, p)))
             else:
                 uq.append((a, p))
             pr = self.probing
@@ -321,9 +331,12 @@ class Endpoint:
                 self.probing = None
                 self.proc.resume(Status(src, tag, p[7], p[8] if p[0] == EAGER else None))
             return
-        q.popleft()
-        if not q:
+        if q is req:
             del self.posted[key]
+        else:
+            q.popleft()
+            if not q:
+                del self.posted[key]
         self._matched(req, p)
 
     def _matched(self, req: Request, p: tuple) -> None:
@@ -332,7 +345,14 @@ class Endpoint:
         req.nbytes = p[7]
         if p[0] == EAGER:
             req.data = p[8]
-            self.complete(req)
+            # (complete(req), inlined: every eager message ends here.)
+            req.done = True
+            if req.watched:
+                req.watched = False
+                n = self.n_wait - 1
+                self.n_wait = n
+                if n == 0:
+                    self.proc.resume(req)
             return
         rid = self.next_id
         self.next_id = rid + 1
