@@ -260,6 +260,16 @@ class Easy(BackfillPolicy):
         self._profile = self.depth > 1
         if self._profile:
             self.scope = "all"
+        # The last pass, when it started no job (see schedule): (jobs started, jobs ended,
+        # jobs submitted, head, shadow time, extra nodes) at its end; else None.
+        self._quiet: tuple[int, int, int, Job, float, int] | None = None
+
+    def setup(self, sched: "SchedulerEntity") -> None:
+        super().setup(sched)
+        self._quiet = None
+
+    def estimate_changed(self, sched: "SchedulerEntity", job: Job) -> None:
+        self._quiet = None  # an expected end moved: the shadow time may have
 
     def needs_pass(self, sched: "SchedulerEntity") -> bool:
         # A new job may have become the head (or one of the first k): give it its reservation.
@@ -275,6 +285,10 @@ class Easy(BackfillPolicy):
     def schedule(self, sched: "SchedulerEntity", queue: list[Job]) -> None:
         if self._profile:
             self._schedule_profile(sched, queue)
+            return
+        quiet = self._quiet
+        self._quiet = None
+        if quiet is not None and self._after_quiet(sched, queue, quiet):
             return
         alloc = sched.allocator
         state = sched.state
@@ -293,9 +307,47 @@ class Easy(BackfillPolicy):
             return
         head = queue[i]
         general = self.general
+        started = sched.n_started
         shadow, extra, shadow_state = self.reserve(sched, head, general)
         cands = self._candidates(sched, queue, i + 1, shadow, extra)
         self.backfill_around(sched, head, cands, shadow, extra, shadow_state, general)
+        self._remember(sched, queue, head, shadow, extra, i == 0 and sched.n_started == started)
+
+    def _remember(self, sched: "SchedulerEntity", queue: list[Job], head: Job, shadow: float, extra: int,
+                  quiet: bool) -> None:
+        """Keep what the next pass needs to try only the jobs that arrive meanwhile, when
+        this pass started no job (count path, the scheduler's own queue)."""
+        if quiet and not self.general and queue is sched.queue:
+            self._quiet = (sched.n_started, sched.n_ended, len(sched.jobs) - sched.unsubmitted, head, shadow, extra)
+
+    def _after_quiet(self, sched: "SchedulerEntity", queue: list[Job],
+                     quiet: tuple[int, int, int, Job, float, int]) -> bool:
+        """A pass after one that started no job, when no job started or ended since and the
+        head is the same: the free nodes, the expected ends, and so the shadow time and extra
+        nodes are those of that pass, and every job it tried failed and would fail again
+        (the clock only moved on). Only the jobs submitted since can start: try those alone.
+        Returns False (do a full pass) when that does not hold."""
+        started, ended, submitted, head, shadow, extra = quiet
+        if sched.n_started != started or sched.n_ended != ended or queue is not sched.queue:
+            return False
+        if not queue or queue[0] is not head:
+            return False
+        ends = sched.ends
+        if ends and ends[0][0] <= sched.sim.now:
+            return False  # a job is past its estimate: the shadow time moves with the clock
+        k = sched.arrived
+        new = queue[len(queue) - k:] if k else []
+        if k > len(queue) or any(j.seq < submitted for j in new):
+            return False  # the new jobs are not all at the tail (a non-FCFS order): full pass
+        sched.note_reservation(head, shadow)
+        free = sched.state.n_free
+        cands = [j for j in new if j.nodes <= free]
+        if self.sjbf and len(cands) > 1:
+            cands.sort(key=_by_estimate)
+        start = sched.n_started
+        self.backfill_around(sched, head, cands, shadow, extra, None, False)
+        self._remember(sched, queue, head, shadow, extra, sched.n_started == start)
+        return True
 
     def _candidates(self, sched: "SchedulerEntity", queue: list[Job], lo: int, shadow: float,
                     extra: int) -> Iterable[Job]:
@@ -314,17 +366,17 @@ class Easy(BackfillPolicy):
         if cols is None:
             cands = [j for j in islice(queue, lo, None) if j.nodes <= free]
             return sorted(cands, key=_by_estimate) if self.sjbf else cands
-        nodes = cols.nodes[lo:]
-        est = cols.estimate[lo:]
-        ok = nodes <= free
-        if not self.general:
+        if self.general:
+            # (The general path decides by trial placements: only the size test applies.)
+            rows = cols.backfill_rows(lo, free, _INF, 0.0, free)
+        else:
             # The count path starts a job that ends by the shadow time or fits the extra nodes.
-            ok &= (est + sched.sim.now <= shadow) | (nodes <= extra)
-        idx = np.flatnonzero(ok)
-        if self.sjbf and len(idx) > 1:
-            idx = idx[np.lexsort((cols.seq[lo:][idx], est[idx]))]
+            rows = cols.backfill_rows(lo, free, shadow, sched.sim.now, extra)
+        if self.sjbf and len(rows) > 1:
+            idx = np.array(rows)
+            rows = idx[np.lexsort((cols.seq[idx], cols.estimate[idx]))].tolist()
         # Lazily: a pass usually stops early, once the free nodes are used up.
-        return map(queue.__getitem__, (idx + lo).tolist())  # type: ignore[return-value]
+        return map(queue.__getitem__, rows)
 
     @classmethod
     def reserve(cls, sched: "SchedulerEntity", head: Job, general: bool) -> tuple[float, int, "AllocState | None"]:
@@ -845,6 +897,8 @@ class Conservative(BackfillPolicy):
             self._profile = None if self._stale else prof
         else:
             prof.trim(now)
+        if len(res) >= len(queue):
+            return  # every queued job holds a reservation (started ones left both)
         for job in queue:
             if job.job_id in res:
                 continue

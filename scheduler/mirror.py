@@ -53,6 +53,23 @@ class QueueMirror:
         self._buf[:, :m] = self._buf[:, :n][:, mask]
         self.n = m
 
+    def backfill_rows(self, lo: int, free: int, end_by: float, now: float, extra: int) -> list[int]:
+        """Positions ``>= lo`` of the jobs that fit ``free`` nodes and either end by
+        ``end_by`` (``now + estimate <= end_by``) or fit ``extra`` nodes: EASY's backfill
+        candidates, in queue order."""
+        buf = self._buf
+        n = self.n
+        nodes = buf[0, lo:n]
+        if extra >= free:
+            ok = nodes <= free
+        else:
+            ok = nodes <= extra
+            ok |= (nodes <= free) & (buf[1, lo:n] + now <= end_by)
+        idx = ok.nonzero()[0]
+        if lo:
+            idx += lo
+        return idx.tolist()
+
     @property
     def nodes(self) -> np.ndarray:
         return self._buf[0, : self.n]

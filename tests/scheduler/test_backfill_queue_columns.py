@@ -155,3 +155,33 @@ def test_tile_workload_repeats_the_mix_end_to_end():
         tile_workload(base, 0)
     with pytest.raises(Exception, match="empty"):
         tile_workload([], 3)
+
+
+@pytest.mark.parametrize("backfill", ["easy", "easy-sjbf"])
+@pytest.mark.parametrize("order", ["fcfs", "sjf"])
+@pytest.mark.parametrize("kw", [{}, {"kill_overrun": False}, {"estimate": "recent"}])
+def test_a_pass_after_a_quiet_one_tries_only_the_new_jobs_and_decides_the_same(monkeypatch, backfill, order, kw):
+    # After a pass that started nothing, with no start or end since, only the jobs submitted
+    # since are tried: same starts and the same reservations as full passes, also with
+    # overruns (kill_overrun=False, requests below run times) and corrected estimates.
+    jobs = loaded(n=400, seed=8)
+    if kw.get("kill_overrun") is False:
+        for j in jobs[::3]:
+            j.request_time = j.run_time / 2
+    calls = []
+    quiet = Easy._after_quiet
+
+    def counted(self, *a):
+        calls.append(quiet(self, *a))
+        return calls[-1]
+
+    monkeypatch.setattr(Easy, "_after_quiet", counted)
+    fast = simulate(jobs, n_nodes=64, ordering=order, backfill=backfill, record_reservations=True, **kw)
+    if order == "fcfs":
+        # The short pass was taken (less often with overruns or corrections, which move
+        # expected ends; under sjf new jobs rarely sort last).
+        assert sum(calls) >= (20 if not kw else 1)
+    monkeypatch.setattr(Easy, "_after_quiet", lambda self, *a: False)
+    full = simulate(jobs, n_nodes=64, ordering=order, backfill=backfill, record_reservations=True, **kw)
+    assert starts(fast) == starts(full)
+    assert fast.reservation_log == full.reservation_log
