@@ -196,6 +196,8 @@ def cluster_run(item):
 def main(argv: list[str] | None = None) -> int:
     ap = h.parser(__doc__, scales=True)
     ap.add_argument("--network", default="packet", choices=("flow", "packet"), help="network model (default packet)")
+    ap.add_argument("--view", default="both", choices=("both", "network", "cluster"),
+                    help="run both views (default) or one of them")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     c = h.comm()
@@ -222,56 +224,64 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     # ---- network view
-    items = [(sc, w, a, args.network) for w in range(n_work) for a in ALLOCATORS]
-    res = dict(zip([(w, a) for _, w, a, _ in items], h.deal(items, network_run, c)))
-    speed: dict[str, list[float]] = {p: [] for p in PATTERNS}
+    per_pattern: dict = {}
     not_ok = 0
-    for w in range(n_work):
-        r, t = res[(w, "random")], res[(w, "t123")]
-        for p, x, y in zip(r["patterns"], r["runtime"], t["runtime"]):
-            if math.isfinite(x) and math.isfinite(y) and y > 0:
-                speed[p].append(x / y)
-            else:
-                not_ok += 1
-    per_pattern = {p: h.mean_se(v) for p, v in speed.items()}
-    per_pattern["all"] = h.mean_se([x for v in speed.values() for x in v])
-    rows = [[p, h.fmt_se(s, 3), f"{min(speed[p]) if p in speed and speed[p] else float('nan'):.3f}",
-             f"{max(speed[p]) if p in speed and speed[p] else float('nan'):.3f}"] for p, s in per_pattern.items()]
-    rows[-1][2:] = ["", ""]
-    cpu = sum(x["cpu_s"] for x in res.values())
-    h.say(c, "", f"network view: speedup of each job, runtime under random / under t123, over the jobs of {n_work} "
-                 f"workloads (mean +- standard error (jobs)); {not_ok} job(s) not ok; simulation CPU {cpu:.1f} s",
-          h.table(rows, ["pattern", "speedup", "min", "max"]))
+    res: dict = {}
+    if args.view != "cluster":
+        items = [(sc, w, a, args.network) for w in range(n_work) for a in ALLOCATORS]
+        res = dict(zip([(w, a) for _, w, a, _ in items], h.deal(items, network_run, c)))
+        speed: dict[str, list[float]] = {p: [] for p in PATTERNS}
+        for w in range(n_work):
+            r, t = res[(w, "random")], res[(w, "t123")]
+            for p, x, y in zip(r["patterns"], r["runtime"], t["runtime"]):
+                if math.isfinite(x) and math.isfinite(y) and y > 0:
+                    speed[p].append(x / y)
+                else:
+                    not_ok += 1
+        per_pattern.update({p: h.mean_se(v) for p, v in speed.items()})
+        per_pattern["all"] = h.mean_se([x for v in speed.values() for x in v])
+        rows = [[p, h.fmt_se(s, 3), f"{min(speed[p]) if p in speed and speed[p] else float('nan'):.3f}",
+                 f"{max(speed[p]) if p in speed and speed[p] else float('nan'):.3f}"] for p, s in per_pattern.items()]
+        rows[-1][2:] = ["", ""]
+        cpu = sum(x["cpu_s"] for x in res.values())
+        h.say(c, "", f"network view: speedup of each job, runtime under random / under t123, over the jobs of {n_work} "
+                     f"workloads (mean +- standard error (jobs)); {not_ok} job(s) not ok; simulation CPU {cpu:.1f} s",
+              h.table(rows, ["pattern", "speedup", "min", "max"]))
 
     # ---- cluster view
-    citems = [(sc, f, a[0], s) for f in factors for a in CLUSTER_ALLOCATORS for s in range(n_seg)]
-    cl = dict(zip([it[1:] for it in citems], h.deal(citems, cluster_run, c)))
-    _, desc = cluster_jobs(sc, 1296, 1)
-    rows, cluster = [], {}
-    for f in factors:
-        for a, _, _ in CLUSTER_ALLOCATORS:
-            xs = [cl[(f, a, s)] for s in range(n_seg)]
-            u = h.mean_se([x["utilization"] for x in xs])
-            mk = h.mean_se([x["makespan"] / 86400 for x in xs])
-            wt = h.mean_se([x["mean_wait"] / 3600 for x in xs])
-            aph = h.mean_se([x["aph_all"] for x in xs])
-            by = {b: h.mean_se([x["aph"].get(b, float("nan")) for x in xs]) for _, _, b in BINS}
-            cluster[f"x{f}/{a}"] = {"factor": f, "allocator": a, "utilization": u, "makespan_d": mk, "mean_wait_h": wt,
-                                    "mean_aph": aph, "aph_by_size": by}
-            rows.append([f"x{f}", a, h.fmt_se(u, 4), h.fmt_se(mk, 2), h.fmt_se(wt, 2), h.fmt_se(aph, 3),
-                         *[h.fmt_se(by[b], 2) for _, _, b in BINS],
-                         f"{sum(x['cpu_s'] for x in xs):.1f}"])
-    h.say(c, "", f"cluster view: Cab (1,296 nodes), {desc} (and x2, x3: overload), FCFS + EASY; mean +- standard error "
-                 "(segments); APH by job size (nodes)",
-          h.table(rows, ["sizes", "allocator", "utilization", "makespan (d)", "mean wait (h)", "mean APH",
-                         *[f"APH {b}" for _, _, b in BINS], "CPU (s)"]))
-    if h.rank(c) == 0:
+    cluster: dict = {}
+    cl: dict = {}
+    if args.view != "network":
+        citems = [(sc, f, a[0], s) for f in factors for a in CLUSTER_ALLOCATORS for s in range(n_seg)]
+        cl = dict(zip([it[1:] for it in citems], h.deal(citems, cluster_run, c)))
+        _, desc = cluster_jobs(sc, 1296, 1)
+        rows = []
+        for f in factors:
+            for a, _, _ in CLUSTER_ALLOCATORS:
+                xs = [cl[(f, a, s)] for s in range(n_seg)]
+                u = h.mean_se([x["utilization"] for x in xs])
+                mk = h.mean_se([x["makespan"] / 86400 for x in xs])
+                wt = h.mean_se([x["mean_wait"] / 3600 for x in xs])
+                aph = h.mean_se([x["aph_all"] for x in xs])
+                by = {b: h.mean_se([x["aph"].get(b, float("nan")) for x in xs]) for _, _, b in BINS}
+                cluster[f"x{f}/{a}"] = {"factor": f, "allocator": a, "utilization": u, "makespan_d": mk,
+                                        "mean_wait_h": wt, "mean_aph": aph, "aph_by_size": by}
+                rows.append([f"x{f}", a, h.fmt_se(u, 4), h.fmt_se(mk, 2), h.fmt_se(wt, 2), h.fmt_se(aph, 3),
+                             *[h.fmt_se(by[b], 2) for _, _, b in BINS],
+                             f"{sum(x['cpu_s'] for x in xs):.1f}"])
+        h.say(c, "", f"cluster view: Cab (1,296 nodes), {desc} (and x2, x3: overload), FCFS + EASY; mean +- "
+                     "standard error (segments); APH by job size (nodes)",
+              h.table(rows, ["sizes", "allocator", "utilization", "makespan (d)", "mean wait (h)", "mean APH",
+                             *[f"APH {b}" for _, _, b in BINS], "CPU (s)"]))
+    if h.rank(c) == 0 and per_pattern and cluster:
         _plot(per_pattern, cluster, factors, out / f"pollard_{sc}.png", m.name)
         h.say(c, f"figure: {out / f'pollard_{sc}.png'}")
     h.finish(c, {
         "script": "repro_pollard", "scale": sc, "machine": m.name, "nodes": m.n_nodes, "baseline": "random",
         "workloads": n_work, "network": args.network, "speedup_t123_over_random": per_pattern,
         "jobs_not_ok": not_ok, "cluster": cluster,
+        "cpu_s_runs": {"network": round(sum(x["cpu_s"] for x in res.values()), 1),
+                       "cluster": round(sum(x["cpu_s"] for x in cl.values()), 1)},
     }, t0)
     return 0
 
