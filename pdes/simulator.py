@@ -16,7 +16,7 @@ import signal
 import sys
 import time as _time
 import traceback
-from bisect import bisect_right, insort
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
 from operator import attrgetter
@@ -39,10 +39,6 @@ E = TypeVar("E", bound=Entity)
 
 # Tied events sort by key: descending in the list (see Simulator._first_tied).
 _KEY = attrgetter("key")
-
-
-def _NEG_KEY(e: Any) -> int:
-    return -e.key
 
 
 def _is_int(x: Any) -> bool:
@@ -200,8 +196,10 @@ class Simulator:
         self._hub = None
         self._hub_switch = None  # the hub's bound switch, shared by every process
         # Events due at one time, being run in key order: a list sorted by descending key
-        # (the next one is the last).
+        # (the next one is the last), and a heap of (key, event) of those that joined the
+        # group after it was sorted.
         self._tied: list = []
+        self._join: list = []
         # A blocking process runs the next event itself when it resumes another process, is
         # due before the horizon (the end time, or the end of the current window) and
         # _direct is set: only while the loop runs, not while a service runs a process in
@@ -428,6 +426,7 @@ class Simulator:
     def _run_sequential(self) -> int:
         heap = self._heap
         tied = self._tied
+        join = self._join
         pop = heappop
         end = self.end_time
         if end < math.inf:
@@ -445,7 +444,7 @@ class Simulator:
                 while True:
                     if tied:
                         # (_next_tied, inlined unless new events joined the group.)
-                        if heap and heap[0] == tied[-1]:
+                        if join or (heap and heap[0] == tied[-1]):
                             e = self._next_tied()
                         else:
                             e = tied.pop()
@@ -514,7 +513,8 @@ class Simulator:
 
         All events at that time move to ``_tied``, sorted once by descending key, until they
         have run (each is popped from the end); events created meanwhile for the same time
-        join them in order (see _next_tied, rarely needed: most events have a delay).
+        join them through the heap ``_join`` (see _next_tied). ``_tied`` is never empty
+        while ``_join`` is not.
         """
         heap = self._heap
         tied = self._tied
@@ -529,10 +529,23 @@ class Simulator:
         """The next event of the current group of tied events (joined by any new ones)."""
         heap = self._heap
         tied = self._tied
+        join = self._join
         t = tied[-1]
         while heap and heap[0] == t:
-            insort(tied, heappop(heap), key=_NEG_KEY)
-        return self._take_tied()
+            x = heappop(heap)
+            heappush(join, (x.key, x))
+        if join and join[0][0] < t.key:
+            e = heappop(join)[1]
+        else:
+            e = tied.pop()
+        if not tied:
+            if join:
+                join.sort(reverse=True)
+                tied.extend([x for _, x in join])
+                join.clear()
+            else:
+                self._direct = self._direct_ok
+        return e
 
     def _take_tied(self) -> Any:
         tied = self._tied
@@ -554,6 +567,9 @@ class Simulator:
             for x in tied:
                 heappush(heap, x)
             tied.clear()
+            for _, x in self._join:
+                heappush(heap, x)
+            self._join.clear()
 
     def _count_events(self, remote_sent: int, remote_received: int, guards: int = 0) -> int:
         """Events executed on this rank: keys created here, minus those sent away or still queued."""
@@ -561,7 +577,7 @@ class Simulator:
         for k, ent in self._local.items():
             if k.__class__ is int:
                 created += ent._evkey - (ent.eid << KEY_SHIFT)
-        return created - remote_sent + remote_received - (len(self._heap) + len(self._tied) - guards)
+        return created - remote_sent + remote_received - (len(self._heap) + len(self._tied) + len(self._join) - guards)
 
     @staticmethod
     def _stop(_data: Any) -> None:
@@ -600,6 +616,7 @@ class Simulator:
         """The windows of a run; ``exchange`` and ``stop`` are None without a communicator."""
         heap = self._heap
         tied = self._tied
+        join = self._join
         pop = heappop
         heappush(heap, make_event(math.inf, -1, None, None))  # guard: the heap is never empty
         la = self.lookahead
@@ -677,7 +694,7 @@ class Simulator:
                 while True:
                     if tied:
                         # (_next_tied, inlined unless new events joined the group.)
-                        if heap[0] == tied[-1]:
+                        if join or heap[0] == tied[-1]:
                             e = self._next_tied()
                         else:
                             e = tied.pop()
@@ -849,7 +866,7 @@ class Simulator:
         for k, ent in self._local.items():
             if k.__class__ is int:
                 created += ent._evkey - (ent.eid << KEY_SHIFT)
-        return created - len(self._heap) - len(self._tied)
+        return created - len(self._heap) - len(self._tied) - len(self._join)
 
     def blocked_processes(self) -> list[BlockedProcess]:
         """Processes of this run that had not finished when it ended (all ranks)."""

@@ -315,7 +315,8 @@ class NetworkNode(Entity):
     # -- ideal model -----------------------------------------------------------------------------
     # A cached path: [route, o_s + sum(L) + o_r, min bandwidth, bytes sent since its links
     # were last credited (see NetState.bytes), the destination's delivery callable (None when
-    # it lives on another MPI rank), its entity id, hops between routers, injection bandwidth].
+    # it lives on another MPI rank)]. The cache holds up to 8x the topology's route cache
+    # (one entry per pair of nodes that talk: a rank's few partners of a collective).
 
     def _net_send_ideal(self, dst: int, nbytes: int, payload: Any = None, job: int = -1, notify: bool = False) -> None:
         """:meth:`net_send` on the ideal model, in one call for a message on a cached path,
@@ -335,13 +336,14 @@ class NetworkNode(Entity):
         if js is None:
             js = st.jobs[job] = [0.0, 0.0, 0]
         js[0] += nbytes
-        js[1] += nbytes * path[6]
+        route = path[0]
+        js[1] += nbytes * (len(route) - 2)
         js[2] += 1
         sim = self.sim
         delay = path[1] + nbytes / path[2]
         fn = path[4]
         if fn is None or not delay >= sim.lookahead:
-            self.send(path[5], "_deliver", msg, delay)
+            self.send(st.dst_eid[route[-1]], "_deliver", msg, delay)
         else:
             # The event, built inline (see Entity.send).
             key = self._evkey
@@ -354,7 +356,7 @@ class NetworkNode(Entity):
             e.data = msg
             heappush(sim._heap, e)
         if notify:
-            self.after(st.o_s + nbytes / path[7], self._sent, msg)
+            self.after(st.o_s + nbytes / st.bw[route[0]], self._sent, msg)
 
     def _ideal_send(self, dst: int, msg: tuple) -> None:
         st = self._st
@@ -362,13 +364,15 @@ class NetworkNode(Entity):
         # topology caches the routes themselves.
         restricted = bool(st.job_links) and msg[3] in st.job_links
         nbytes = msg[2]
-        route = self._route_for(msg[3], dst, msg[1])
+        cached = not (self._keyed or restricted)
+        # A cached path keeps its route: the topology's own route cache would only hold it twice.
+        route = st.topology.route_uncached(self.node, dst) if cached else self._route_for(msg[3], dst, msg[1])
         lat = st.lat
         bw = st.bw
         base = st.o_s + sum(map(lat.__getitem__, route)) + st.o_r
         min_bw = min(map(bw.__getitem__, route))
         dest = st.dst_eid[route[-1]]
-        if self._keyed or restricted:
+        if not cached:
             sbytes = st.link_bytes
             for l in route:
                 sbytes[l] += nbytes
@@ -383,17 +387,14 @@ class NetworkNode(Entity):
         self.send(dest, "_deliver", msg, base + nbytes / min_bw)
         if msg[5]:
             self.after(st.o_s + nbytes / bw[route[0]], self._sent, msg)
-        if not (self._keyed or restricted):
+        if cached:
             # Cache the path, with the delivery callable the send above resolved (None for a
-            # node on another MPI rank); the bytes of this message go on its links now.
+            # node on another MPI rank) and this message's bytes pending on it.
             table = self.sim._svc_tables.get("_deliver")
             fn = table[dest] if table is not None and dest < len(table) else None
-            sbytes = st.link_bytes
-            for l in route:
-                sbytes[l] += nbytes
-            if len(st.ideal_paths) >= st.topology.route_cache_size:
+            if len(st.ideal_paths) >= 8 * st.topology.route_cache_size:
                 st.flush_paths(True)
-            st.ideal_paths[self._path_base + dst] = [route, base, min_bw, 0.0, fn, dest, len(route) - 2, bw[route[0]]]
+            st.ideal_paths[self._path_base + dst] = [route, base, min_bw, nbytes, fn]
 
     # -- flow model --------------------------------------------------------------------------
     def _flow_send(self, dst: int, msg: tuple) -> None:

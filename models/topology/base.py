@@ -189,6 +189,15 @@ class Topology(ABC):
         c[(s, d, k * self._kf)] = r
         return r
 
+    def route_uncached(self, src: int, dst: int) -> tuple[int, ...]:
+        """:meth:`route` with key 0, neither read from nor kept in the route cache: for
+        callers that keep routes themselves (the ideal network model caches whole paths)."""
+        n = self.n_nodes
+        if not (src.__class__ is int and dst.__class__ is int and 0 <= src < n and 0 <= dst < n):
+            src = self._node(src, "src")
+            dst = self._node(dst, "dst")
+        return self._route1(src, dst, 0) if src != dst else ()
+
     @property
     def route_cache_size(self) -> int:
         """The most routes cached at once (the cache empties when full)."""
