@@ -15,9 +15,14 @@ interleaved. Per configuration (medians):
   events in flight); ``marginal``: the growth of the peak from the previous rank count, per
   added rank (the fixed costs cancel).
 
-Baseline: the smallest rank count (cost per event should not grow with scale).
+Baseline: the smallest rank count (cost per event should not grow with scale). With
+``--baseline-tree PATH`` (another checkout of simhpc, e.g. ``git worktree add /tmp/old
+<commit>``), every configuration also runs from that tree's own ``scripts/bench_scale.py``,
+interleaved in the same rounds, and the table adds its us/msg and the ratio of this tree's
+CPU to it: a change measured side by side with the code it replaces.
 
-Usage: ``python scripts/bench_scale.py [--ranks 1024,4096,16384] [--rounds 3]``.
+Usage: ``python scripts/bench_scale.py [--ranks 1024,4096,16384] [--rounds 3] [--iters 2]
+[--app allreduce|pairs|...] [--baseline-tree PATH]``.
 The last line of output is one JSON object.
 """
 
@@ -29,6 +34,7 @@ import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import harness as h
 
@@ -76,24 +82,33 @@ def main() -> None:
     ap.add_argument("--network", default="ideal")
     ap.add_argument("--nbytes", type=int, default=1024)
     ap.add_argument("--iters", type=int, default=2)
+    ap.add_argument("--baseline-tree", default=None,
+                    help="another checkout of simhpc to run side by side (its scripts/bench_scale.py)")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         child(a, a.child)
         return
     sizes = sorted(int(r) for r in a.ranks.split(","))
-    me = [sys.executable, __file__, "--machine", a.machine, "--app", a.app, "--network", a.network,
-          "--nbytes", str(a.nbytes), "--iters", str(a.iters)]
-    runs: dict[int, list[dict]] = {n: [] for n in sizes}
+    opts = ["--machine", a.machine, "--app", a.app, "--network", a.network, "--nbytes", str(a.nbytes), "--iters", str(a.iters)]
+    trees = {"this": [sys.executable, __file__] + opts}
+    if a.baseline_tree:
+        other = Path(a.baseline_tree).resolve() / "scripts" / "bench_scale.py"
+        if not other.is_file():
+            sys.exit(f"bench_scale: --baseline-tree {a.baseline_tree}: no scripts/bench_scale.py there")
+        trees["baseline"] = [sys.executable, str(other)] + opts
+    all_runs: dict[str, dict[int, list[dict]]] = {t: {n: [] for n in sizes} for t in trees}
+    runs = all_runs["this"]
     for rnd in range(a.rounds):
         for n in sizes:
-            p = subprocess.run(me + ["--child", str(n)], capture_output=True, text=True)
-            if p.returncode != 0:
-                sys.exit(f"bench_scale: {n} ranks failed:\n{p.stderr}")
-            r = h.last_json(p.stdout)
-            runs[n].append(r)
-            print(f"  round {rnd + 1}/{a.rounds} {n:>6} ranks: {r['run_cpu_s']:.2f} s run CPU, "
-                  f"peak {r['peak_mib']:.0f} MiB", file=sys.stderr)
+            for tree, cmd in trees.items():
+                p = subprocess.run(cmd + ["--child", str(n)], capture_output=True, text=True)
+                if p.returncode != 0:
+                    sys.exit(f"bench_scale: {n} ranks failed ({tree} tree):\n{p.stderr}")
+                r = h.last_json(p.stdout)
+                all_runs[tree][n].append(r)
+                print(f"  round {rnd + 1}/{a.rounds} {n:>6} ranks, {tree} tree: {r['run_cpu_s']:.2f} s run CPU, "
+                      f"peak {r['peak_mib']:.0f} MiB", file=sys.stderr)
     rows, out = [], {}
     first = None
     prev = None
@@ -110,14 +125,27 @@ def main() -> None:
         out[str(n)] = {"events": ev, "messages": msgs, "run_cpu_s": h.r4(cpu), "us_per_event": h.r4(per_ev),
                        "us_per_message": h.r4(cpu / msgs * 1e6), "per_event_vs_smallest": h.r4(per_ev / first),
                        "peak_mib": h.r4(peak), "kib_per_rank": h.r4(kib), "marginal_kib_per_rank": h.r4(marginal)}
-        rows.append([f"{n:,}", f"{ev:,}", f"{msgs:,}", f"{cpu:.2f}", f"{per_ev:.2f}", f"{cpu / msgs * 1e6:.2f}",
-                     f"{per_ev / first:.2f}", f"{peak:.0f}", f"{kib:.1f}", "-" if prev[0] == sizes[0] else f"{marginal:.1f}"])
+        row = [f"{n:,}", f"{ev:,}", f"{msgs:,}", f"{cpu:.2f}", f"{per_ev:.2f}", f"{cpu / msgs * 1e6:.2f}",
+               f"{per_ev / first:.2f}", f"{peak:.0f}", f"{kib:.1f}", "-" if prev[0] == sizes[0] else f"{marginal:.1f}"]
+        if "baseline" in trees:
+            b = all_runs["baseline"][n]
+            bcpu = h.median(r["run_cpu_s"] for r in b)
+            bmsgs = b[0]["messages"]
+            # Per-round ratios (this / baseline, same round): robust to the load drifting.
+            ratio = h.median(x["run_cpu_s"] / y["run_cpu_s"] for x, y in zip(runs[n], b))
+            out[str(n)].update({"baseline_run_cpu_s": h.r4(bcpu), "baseline_us_per_message": h.r4(bcpu / bmsgs * 1e6),
+                                "baseline_events": b[0]["events"], "cpu_vs_baseline": h.r4(ratio)})
+            row += [f"{bcpu / bmsgs * 1e6:.2f}", f"{ratio:.2f}"]
+        rows.append(row)
     print(f"{a.app} ({a.nbytes} B, {a.iters} iterations) on {a.machine}, {a.network} network, one rank per node; "
-          f"medians of {a.rounds} round(s); baseline: the smallest job")
-    print(h.table(rows, ["ranks", "events", "messages", "run cpu s", "us/event", "us/msg", "vs smallest",
-                         "peak MiB", "KiB/rank", "marginal"]))
-    h.emit({"bench": "scale", "machine": a.machine, "app": a.app, "network": a.network, "rounds": a.rounds,
-            "baseline": f"{sizes[0]} ranks", "results": out})
+          f"medians of {a.rounds} round(s); baseline: the smallest job"
+          + (f"; side by side with the tree at {a.baseline_tree}" if a.baseline_tree else ""))
+    heads = ["ranks", "events", "messages", "run cpu s", "us/event", "us/msg", "vs smallest", "peak MiB", "KiB/rank", "marginal"]
+    if "baseline" in trees:
+        heads += ["baseline us/msg", "cpu vs baseline"]
+    print(h.table(rows, heads))
+    h.emit({"bench": "scale", "machine": a.machine, "app": a.app, "network": a.network, "iters": a.iters,
+            "rounds": a.rounds, "baseline": f"{sizes[0]} ranks", "baseline_tree": a.baseline_tree, "results": out})
 
 
 if __name__ == "__main__":
