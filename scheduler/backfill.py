@@ -663,20 +663,28 @@ class CountProfile:
         become such), so a profile updated in place stays as short as a rebuilt one.
         """
         if end <= start:
-            end = start
-        a = self._split(start)
-        b = self._split(end) if end > start else a
+            self._split(start)
+            return
+        times = self.times
         free = self.free
+        # self._split(start) and self._split(end), inlined (moves of conservative plans
+        # call this twice each).
+        a = bisect_left(times, start)
+        if a == len(times) or times[a] != start:
+            times.insert(a, start)
+            free.insert(a, free[a - 1])
+        b = bisect_left(times, end, a)
+        if b == len(times) or times[b] != end:
+            times.insert(b, end)
+            free.insert(b, free[b - 1])
         for k in range(a, b):
             free[k] += delta
-        if b > a:
-            times = self.times
-            if b < len(free) and free[b] == free[b - 1]:
-                del times[b]
-                del free[b]
-            if a > 0 and free[a] == free[a - 1]:
-                del times[a]
-                del free[a]
+        if b < len(free) and free[b] == free[b - 1]:
+            del times[b]
+            del free[b]
+        if a > 0 and free[a] == free[a - 1]:
+            del times[a]
+            del free[a]
 
     def find(self, nodes: int, duration: float, before: float = _INF,
              own: tuple[float, float, int] | None = None) -> float | None:

@@ -71,6 +71,10 @@ __all__ = ["JobRunner", "TimekeeperRunner", "SchedulerEntity", "ScheduleResult",
 
 _RUNNING = JobStatus.RUNNING
 _QUEUED = JobStatus.QUEUED
+#: The queue length from which its numpy columns are kept (static orderings), and the one
+#: below which they are dropped again (between the two, they stay as they are).
+MIRROR_ON = 64
+MIRROR_OFF = 32
 
 
 def _seq_of(job: Job) -> int:
@@ -179,8 +183,9 @@ class SchedulerEntity(Entity):
         self._queue: list[Job] = []
         self._qkeys: list[tuple[Any, int]] = []
         self._key_of: dict[int, tuple[Any, int]] = {}  # seq -> queue key (static policies)
-        # Sizes and estimates of the queue, row for row (static policies): see queue_columns.
-        self._mirror: QueueMirror | None = QueueMirror() if self._static else None
+        # Sizes and estimates of the queue, row for row (static policies), kept while the
+        # queue is long: see queue_columns.
+        self._mirror: QueueMirror | None = None
         self._started_now: list[Job] = []
         # Columns of the queue for policies with vectorised keys (dynamic ones).
         self._cols: QueueColumns | None = None
@@ -213,8 +218,10 @@ class SchedulerEntity(Entity):
 
     def queue_columns(self, queue: list[Job]) -> QueueMirror | None:
         """Read-only numpy columns (``nodes``, ``estimate``, ``seq``) of ``queue``, row for
-        row, when ``queue`` is the scheduler's own queue (static orderings); else None. Valid
-        until the pass ends (jobs started in it are still rows)."""
+        row, when ``queue`` is the scheduler's own queue (static orderings) and it is long
+        (they are kept from :data:`MIRROR_ON` jobs until the queue falls below
+        :data:`MIRROR_OFF`; a short queue is cheaper to walk); else None. Valid until the
+        pass ends (jobs started in it are still rows)."""
         return self._mirror if queue is self._queue else None
 
     @property
@@ -270,7 +277,11 @@ class SchedulerEntity(Entity):
             self._qkeys.insert(i, k)
             self._queue.insert(i, job)
             self._key_of[job.seq] = k
-            self._mirror.insert(i, job.nodes, job.estimate, job.seq)  # type: ignore[union-attr]
+            mirror = self._mirror
+            if mirror is not None:
+                mirror.insert(i, job.nodes, job.estimate, job.seq)
+            elif len(self._queue) >= MIRROR_ON:
+                self._mirror = QueueMirror.of(self._queue)
         else:
             self._queue.append(job)  # arrival order: sorted by seq
             if self._cols is not None:
@@ -361,9 +372,14 @@ class SchedulerEntity(Entity):
             if static:
                 keep = [i for i, j in enumerate(queue) if j.status is _QUEUED]
                 self._queue = [queue[i] for i in keep]
-                mask = np.zeros(len(queue), dtype=bool)
-                mask[keep] = True
-                self._mirror.keep(mask)  # type: ignore[union-attr]
+                mirror = self._mirror
+                if mirror is not None:
+                    if len(keep) < MIRROR_OFF:
+                        self._mirror = None
+                    else:
+                        mask = np.zeros(len(queue), dtype=bool)
+                        mask[keep] = True
+                        mirror.keep(mask)
                 qk = self._qkeys
                 self._qkeys = [qk[i] for i in keep]
                 for j in started:
@@ -380,7 +396,10 @@ class SchedulerEntity(Entity):
                 i = bisect_left(keys, key_of.pop(j.seq))
                 del keys[i]
                 del queue[i]
-                mirror.delete(i)  # type: ignore[union-attr]
+                if mirror is not None:
+                    mirror.delete(i)
+            if mirror is not None and len(queue) < MIRROR_OFF:
+                self._mirror = None
         else:
             positions = [bisect_left(queue, j.seq, key=_seq_of) for j in started]
             if self._cols is not None:

@@ -8,7 +8,12 @@ loop over every job at every pass.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence
+
 import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .job import Job
 
 __all__ = ["QueueMirror"]
 
@@ -22,6 +27,18 @@ class QueueMirror:
     def __init__(self, capacity: int = 64):
         self.n = 0
         self._buf = np.empty((3, max(int(capacity), 1)))
+
+    @classmethod
+    def of(cls, jobs: "Sequence[Job]") -> "QueueMirror":
+        """The columns of ``jobs``, in the given order."""
+        m = cls(2 * len(jobs))
+        n = len(jobs)
+        buf = m._buf
+        buf[0, :n] = [j.nodes for j in jobs]
+        buf[1, :n] = [j.estimate for j in jobs]
+        buf[2, :n] = [j.seq for j in jobs]
+        m.n = n
+        return m
 
     def insert(self, i: int, nodes: int, estimate: float, seq: int) -> None:
         """Insert a job at position ``i`` (0 <= i <= n)."""

@@ -18,7 +18,7 @@ import pytest
 from scheduler import backfill as bf_mod
 from scheduler.backfill import Easy, make_backfill
 from scheduler.job import Job
-from scheduler.lifecycle import simulate
+from scheduler.lifecycle import MIRROR_OFF, MIRROR_ON, simulate
 from scheduler.load import tile_workload
 from scheduler.metrics import capacity_violations
 from scheduler.mirror import QueueMirror
@@ -67,26 +67,35 @@ def test_mirror_follows_a_list_through_inserts_and_removals():
 
 
 class _Checked(Easy):
-    """EASY that checks, at every pass, that the columns are the queue's, row for row."""
+    """EASY that checks, at every pass, that the columns (kept while the queue is long)
+    are the queue's, row for row."""
 
     name = "easy"
     seen = 0
+    with_columns = 0
+    without = 0
 
     def schedule(self, sched, queue):
         cols = sched.queue_columns(queue)
-        assert cols is not None and len(cols) == len(queue)
-        assert cols.nodes.tolist() == [j.nodes for j in queue]
-        assert cols.estimate.tolist() == [j.estimate for j in queue]
-        assert cols.seq.tolist() == [j.seq for j in queue]
+        if cols is None:
+            assert len(queue) < MIRROR_ON
+            type(self).without += 1
+        else:
+            assert len(queue) >= MIRROR_OFF and len(cols) == len(queue)
+            assert cols.nodes.tolist() == [j.nodes for j in queue]
+            assert cols.estimate.tolist() == [j.estimate for j in queue]
+            assert cols.seq.tolist() == [j.seq for j in queue]
+            type(self).with_columns += 1
         type(self).seen = max(type(self).seen, len(queue))
         super().schedule(sched, queue)
 
 
 @pytest.mark.parametrize("order", ["fcfs", "sjf", "laf"])
 def test_columns_stay_row_for_row_with_the_queue(order):
-    _Checked.seen = 0
+    _Checked.seen = _Checked.with_columns = _Checked.without = 0
     res = simulate(loaded(n=300), n_nodes=64, ordering=order, backfill=_Checked())
     assert _Checked.seen > 100  # long queues, many insertions and removals
+    assert _Checked.with_columns > 50 and _Checked.without > 10  # kept, dropped and rebuilt
     assert capacity_violations(res.jobs, 64) == []
 
 
