@@ -84,7 +84,7 @@ class NetState:
 
     def flush_paths(self, forget: bool) -> None:
         """Add the bytes sent on the ideal model's cached paths to their links; with
-        ``forget``, also empty the cache (it is bounded like the topology's route cache)."""
+        ``forget``, also empty the cache (it is bounded, see NetworkNode._net_send_ideal)."""
         lb = self.link_bytes
         for path in self.ideal_paths.values():
             nb = path[3]
