@@ -63,6 +63,7 @@ class NetworkNode(Entity):
         self._path_base = self.node * self._n_nodes  # + dst: the key of a cached path
         if self._ideal:
             self.net_send = self._net_send_ideal
+            self._path_cap = 8 * net.topology.route_cache_size
         self._keyed = net.topology.routing in net.topology.KEYED_ROUTINGS
         # Credit-based flow control: the injection link's (link * nvc + vc) key the NIC
         # waits on for credit, -1 when it does not wait.
@@ -392,7 +393,7 @@ class NetworkNode(Entity):
             # node on another MPI rank) and this message's bytes pending on it.
             table = self.sim._svc_tables.get("_deliver")
             fn = table[dest] if table is not None and dest < len(table) else None
-            if len(st.ideal_paths) >= 8 * st.topology.route_cache_size:
+            if len(st.ideal_paths) >= self._path_cap:
                 st.flush_paths(True)
             st.ideal_paths[self._path_base + dst] = [route, base, min_bw, nbytes, fn]
 
