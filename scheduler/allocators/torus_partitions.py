@@ -101,6 +101,9 @@ __all__ = [
 
 KINDS = ("torus", "mesh", "contention-free")
 SELECTIONS = ("first-fit", "least-blocking")
+#: The most prisms least-blocking tabulates (their pairwise overlaps take prisms^2 / 8 bytes
+#: per kind; Mira's 2x3x4x4x1 grid has 3,549).
+MAX_PRISMS = 20000
 #: The partition kinds each policy places: the partitions least-blocking counts.
 POLICY_KINDS = {"native": ("torus",), "mesh": ("mesh",), "cfca": ("torus", "contention-free"),
                 "hybrid": ("torus", "mesh")}
@@ -190,6 +193,13 @@ class TorusPartitionAllocator(OptionsAllocator):
         self.volumes = sorted({int(np.prod(L)) for L in shapes})
         self.selection = check_choice(self.name, "selection", selection, SELECTIONS)
         self._catalogue: _Catalogue | None = None
+        n_prisms = int(np.prod([g * (g - 1) + 1 for g in self.grid]))
+        if self.selection == "least-blocking" and n_prisms > MAX_PRISMS:
+            raise UserError(
+                f"allocator {self.name!r}: option selection = 'least-blocking' counts every prism of midplanes; a "
+                f"{'x'.join(map(str, self.grid))} midplane grid has {n_prisms:,} (at most {MAX_PRISMS:,}); use larger "
+                "midplanes (option block) or selection = 'first-fit'"
+            )
 
     # ------------------------------------------------------------------------ policy
     def is_sensitive(self, job: Job) -> bool:

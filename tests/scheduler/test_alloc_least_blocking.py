@@ -106,3 +106,10 @@ def test_least_blocking_picks_a_partition_that_blocks_the_fewest(name, seq):
 def test_selection_option_is_validated():
     with pytest.raises(UserError, match="option selection must be one of first-fit, least-blocking; got 'best'"):
         line(3, "bgq-native", selection="best")
+
+
+def test_least_blocking_refuses_a_grid_with_too_many_prisms():
+    topo = Torus(dims=(8, 8, 8, 8))  # 4 x 4 x 4 x 4 midplanes of 2x2x2x2: 13^4 = 28,561 prisms
+    with pytest.raises(UserError, match="28,561"):
+        make_allocator("bgq-native", n_nodes=topo.n_nodes, topology=topo, block=(2, 2, 2, 2), selection="least-blocking")
+    make_allocator("bgq-native", n_nodes=topo.n_nodes, topology=topo, block=(2, 2, 2, 2))  # first fit: no table
