@@ -137,7 +137,8 @@ def main() -> None:
                                 "baseline_events": b[0]["events"], "cpu_vs_baseline": h.r4(ratio)})
             row += [f"{bcpu / bmsgs * 1e6:.2f}", f"{ratio:.2f}"]
         rows.append(row)
-    print(f"{a.app} ({a.nbytes} B, {a.iters} iterations) on {a.machine}, {a.network} network, one rank per node; "
+    size = f"{a.nbytes} B" if a.app == "allreduce" else "its default size"
+    print(f"{a.app} ({size}, {a.iters} iterations) on {a.machine}, {a.network} network, one rank per node; "
           f"medians of {a.rounds} round(s); baseline: the smallest job"
           + (f"; side by side with the tree at {a.baseline_tree}" if a.baseline_tree else ""))
     heads = ["ranks", "events", "messages", "run cpu s", "us/event", "us/msg", "vs smallest", "peak MiB", "KiB/rank", "marginal"]
