@@ -194,3 +194,22 @@ def test_a_pass_after_a_quiet_one_tries_only_the_new_jobs_and_decides_the_same(m
     full = simulate(jobs, n_nodes=64, ordering=order, backfill=backfill, record_reservations=True, **kw)
     assert starts(fast) == starts(full)
     assert fast.reservation_log == full.reservation_log
+
+
+def test_the_benchmark_measures_stand_ins_beside_the_reference():
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "bench_scheduler.py"
+    out = subprocess.run([sys.executable, str(script), "--limit", "300", "--repeat", "1", "--tile-to", "700",
+                          "--load-factor", "1.3", "--configs", "easy,easy-sjbf,conservative"],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    res = json.loads(out.strip().splitlines()[-1])
+    assert "STAND-IN" in out and res["jobs"] == 700 and res["tile_to"] == 700 and res["load_factor"] == 1.3
+    assert set(res["results"]) == {"fcfs/easy", "fcfs/easy-sjbf", "fcfs/conservative"}
+    assert all(r["same_starts"] == 700 for r in res["reference"].values())
+    bad = subprocess.run([sys.executable, str(script), "--configs", "easy,fifo"], capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 2 and "fifo" in bad.stderr and "easy-sjbf" in bad.stderr
