@@ -65,6 +65,12 @@ EAGER, RTS, CTS, DATA = 0, 1, 2, 3
 SEND, RECV = 0, 1
 
 
+def _oldest(q: Any) -> tuple:
+    """The oldest (arrival number, envelope) of an unexpected-queue entry: a lone one is
+    stored as itself, several as a deque (see Endpoint._incoming)."""
+    return q if q.__class__ is tuple else q[0]
+
+
 class Request:
     """A pending or completed send or receive (``isend``/``irecv``).
 
@@ -258,7 +264,7 @@ class Endpoint:
         bkey = None
         for key, q in self.unexp.items():
             if key[0] == ctx and (src < 0 or key[1] == src) and (tag < 0 or key[2] == tag):
-                a = q[0] if q.__class__ is tuple else q[0][0]
+                a = _oldest(q)[0]
                 if bkey is None or a < best:
                     best = a
                     bkey = key
@@ -275,7 +281,7 @@ class Endpoint:
             q = self.unexp[k] if k is not None else None
         if q is None:
             return None
-        p = q[1] if q.__class__ is tuple else q[0][1]
+        p = _oldest(q)[1]
         return Status(p[5], p[6], p[7], p[8] if p[0] == EAGER else None)
 
     # -- arrivals (called by the node entity, in event context) ----------------------------

@@ -392,7 +392,7 @@ class NetworkNode(Entity):
             # Cache the path, with the delivery callable the send above resolved (None for a
             # node on another MPI rank) and this message's bytes pending on it.
             table = self.sim._svc_tables.get("_deliver")
-            fn = table[dest] if table is not None and dest < len(table) else None
+            fn = table[dest] if table is not None else None
             if len(st.ideal_paths) >= self._path_cap:
                 st.flush_paths(True)
             st.ideal_paths[self._path_base + dst] = [route, base, min_bw, nbytes, fn]

@@ -54,9 +54,9 @@ class NetState:
         # Jobs whose routing is restricted to their own links (link-reserving allocators):
         # job -> [allowed link mask, number of local nodes using it, route cache].
         self.job_links: dict[int, list] = {}
-        # Cached paths, keyed src * n_nodes + dst. Ideal model: [route, sum of latencies,
-        # min bandwidth, bytes sent since the links were last updated]; flow model: (route,
-        # sum of latencies).
+        # Cached paths, keyed src * n_nodes + dst. Ideal model: see NetworkNode's "ideal
+        # model" section (route first, pending bytes fourth); flow model: (route, sum of
+        # latencies).
         self.ideal_paths: dict[int, list] = {}
         self.flow_paths: dict[int, tuple] = {}
         # Flow model (counted by the solver's rank): flows (segments) started, rate
