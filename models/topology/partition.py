@@ -8,6 +8,12 @@ from pdes.validate import check_int
 
 from ..errors import TopologyError
 
+#: How far the busiest rank may exceed the mean node count per rank before whole locality
+#: units give way to balance: a rank with 2 slabs where the others have 1 runs twice their
+#: events while they wait at every window, which costs far more than the remote events of
+#: one more cut.
+SPLIT_TOLERANCE = 0.05
+
 
 def _midpoint_blocks(weights: np.ndarray, nblocks: int) -> np.ndarray:
     """Contiguous blocks 0..nblocks-1 over items in order, balanced by weight.
@@ -34,10 +40,13 @@ def partition_routers(units: np.ndarray, router_nodes: np.ndarray, nranks: int) 
 
     ``units`` gives a locality unit per router, ``router_nodes`` the number of compute nodes
     attached to each router (a router's nodes live on its rank). Units that hold nodes are
-    placed in contiguous blocks of unit ids, balanced by node count; when there are fewer
-    such units than ranks, each unit gets a share of the ranks proportional to its nodes and
-    is split into contiguous pieces. Units without nodes (fat-tree spines) are spread evenly
-    over all ranks. The result depends only on the arguments.
+    placed in contiguous blocks of unit ids, balanced by node count; when there are fewer such
+    units than ranks, each unit gets a share of the ranks proportional to its nodes and is
+    split into contiguous pieces. Whenever that leaves the busiest rank more than
+    :data:`SPLIT_TOLERANCE` above the mean node count (24 torus slabs over 16 or 32 ranks),
+    the routers of the units with nodes are cut instead, in unit order and router order
+    within a unit, into contiguous blocks balanced by node count. Units without nodes
+    (fat-tree spines) are spread evenly over all ranks. The result depends only on the arguments.
     """
     nranks = check_int("partition: nranks", nranks, lo=1, error=TopologyError)
     units = np.asarray(units, dtype=np.int64)
@@ -76,6 +85,14 @@ def partition_routers(units: np.ndarray, router_nodes: np.ndarray, nranks: int) 
             pos[hv] = _midpoint_blocks(w[hv], int(k[j]))
             pos[~hv] = _spread(int((~hv).sum()), int(k[j]))
             ranks[members] = first[j] + pos
+    if len(heavy):
+        idx = np.flatnonzero(uw[inv] > 0)
+        load = np.bincount(ranks[idx], weights=weight[idx], minlength=nranks)
+        if load.max() > (1.0 + SPLIT_TOLERANCE) * load.mean():
+            # Whole units (or whole shares of them) cannot balance: cut the routers of the
+            # units with nodes in unit order, router order within a unit, by node count.
+            order = idx[np.lexsort((idx, inv[idx]))]
+            ranks[order] = _midpoint_blocks(weight[order], nranks)
     if len(light):
         unit_rank[light] = _spread(len(light), nranks)
         lm = np.isin(inv, light)
