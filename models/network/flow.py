@@ -5,8 +5,10 @@ flow start after the send overhead and the route's latency, ``o_s + sum(L)`` (th
 paid up front); the flow then transfers its bytes at its max-min fair rate over the
 capacities of its route's links, the NIC's injection and ejection links included. When flows
 start or end, only the flows connected to them through shared links (their connected
-component in the link-flow graph) get new rates, computed by :func:`~.maxmin.maxmin_rates`
-over a CSR incidence; all starts and ends of one instant are handled in one recomputation.
+component in the link-flow graph) get new rates: a small component, found by walking the
+flows on each link, by :func:`~.maxmin.maxmin_local` in plain Python, larger ones by
+:func:`~.maxmin.maxmin_rates` over a CSR incidence (the same rates, bit for bit); all starts
+and ends of one instant are handled in one recomputation.
 When a message's last byte is through, the solver tells the destination NIC (delivery after
 ``o_r``) and, for ``notify``, the sender.
 
@@ -27,7 +29,7 @@ import numpy as np
 
 from pdes import Entity
 
-from .maxmin import maxmin_rates, maxmin_small
+from .maxmin import maxmin_local, maxmin_rates
 
 if TYPE_CHECKING:  # pragma: no cover
     from .network import Network
@@ -37,10 +39,11 @@ SOLVER_TYPE = "flow_solver"
 
 
 class _Flow:
-    """One message in flight: its current segment's route and bytes. Its rate, the bytes
-    still to go and its version live in the solver's arrays, at row ``slot``."""
+    """One message in flight: its current segment's route, bytes and rate. ``slot`` is its row
+    in the solver's arrays (routes, for the vectorised pass over large components)."""
 
-    __slots__ = ("fid", "slot", "msg", "dst", "route", "restricted", "extra", "size", "left")
+    __slots__ = ("fid", "slot", "msg", "dst", "route", "restricted", "extra", "size", "left",
+                 "rate", "rem", "t", "ver", "mark")
 
     def __init__(self, fid: int, msg: tuple, dst: int, route: tuple, restricted: bool, extra: float):
         self.fid = fid
@@ -52,6 +55,11 @@ class _Flow:
         self.extra = extra  # latency of the chosen route beyond the one the NIC paid
         self.size = 0  # bytes of the current segment
         self.left = msg[2]  # bytes not yet in a segment
+        self.rate = 0.0
+        self.rem = 0.0  # bytes of the current segment still to go, as of t
+        self.t = 0.0
+        self.ver = 0  # bumped on every rate change: older due entries are stale
+        self.mark = 0  # the stamp of the last walk that found it
 
 
 class FlowSolver(Entity):
@@ -72,53 +80,59 @@ class FlowSolver(Entity):
         # Rate quantum (seconds, 0: exact): starts and rate changes wait for the next multiple.
         self._q = net.config.flow_quantum or 0.0
         self._changed: set[int] = set()  # links whose flows' rates wait for the next boundary
-        self._on_link: dict[int, set[int]] = {}
-        self._flows: dict[int, _Flow] = {}
+        # The flows on each link, in the order they came (a dict as an ordered set, so that
+        # walks meet the flows in the same order in every run; made on a link's first flow,
+        # kept when empty), and their number.
+        n_links = len(self._capl)
+        self._on_link: list[dict[_Flow, None] | None] = [None] * n_links
+        self._n_on: list[int] = [0] * n_links
+        # Per link: the stamp of the last walk that met it and its local number there.
+        self._lmark: list[int] = [0] * n_links
+        self._lidx: list[int] = [0] * n_links
         self._fid = 0
+        self._stamp = 0  # stamps of the walks: a flow found by one has its ``mark``
         self._starts: list[tuple] = []
         self._resolving = False
-        self._due: list[tuple[float, int, int]] = []  # (finish, fid, version)
+        # (finish, fid, version, flow): (fid, version) is unique, so the flow is never compared.
+        self._due: list[tuple[float, int, int, _Flow]] = []
         self._wakes: list[float] = []  # times of the wake-ups already scheduled
-        # The flows in flight as rows of arrays, so that a recomputation gathers its
-        # components, their incidence and their new rates with numpy. A row's route is padded
-        # with the sentinel link ``n_links`` (never carrying a flow); free rows are reused
+        # The routes of the flows in flight as rows of an array, so that a recomputation of
+        # large components gathers them and their incidence with numpy. A row is padded with
+        # the sentinel link ``n_links`` (never carrying a flow); free rows are reused
         # last-freed first.
         self._nl = len(self._cap)
         self._routes = np.full((64, 8), self._nl, dtype=np.int64)
-        self._rate = np.zeros(64)
-        self._rem = np.zeros(64)  # bytes of the current segment still to go, as of _t
-        self._t = np.zeros(64)
-        self._ver = np.zeros(64, dtype=np.int64)  # bumped on every rate change: older due entries are stale
-        self._fid_of = np.full(64, -1, dtype=np.int64)
         self._alive = np.zeros(64, dtype=bool)
+        self._row: list[_Flow | None] = [None] * 64
         self._free = list(range(63, -1, -1))
 
     # -- services ----------------------------------------------------------------------------
     def flow_start(self, d: tuple) -> None:
         """A message's latency has elapsed: its first byte may flow now."""
         self._starts.append(d)
-        self._soon()
+        if not self._resolving:
+            self._soon()
 
     def _wake(self, _: Any) -> None:
         if self._q:
             self._ends()
-        self._soon()
+        if not self._resolving:
+            self._soon()
 
     def _soon(self) -> None:
         # NIC entities have smaller ids than the solver, so every start of this instant runs
         # before the solver's own events of the instant: one recomputation takes them all.
-        if not self._resolving:
-            self._resolving = True
-            q = self._q
-            if q:
-                # The next multiple of the quantum (now itself if it is one).
-                now = self.sim.now
-                tb = math.ceil(now / q) * q
-                if tb < now:
-                    tb += q
-                self.after(tb - now, self._resolve, None)
-            else:
-                self.after(0.0, self._resolve, None)
+        self._resolving = True
+        q = self._q
+        if q:
+            # The next multiple of the quantum (now itself if it is one).
+            now = self.sim.now
+            tb = math.ceil(now / q) * q
+            if tb < now:
+                tb += q
+            self.after(tb - now, self._resolve, None)
+        else:
+            self.after(0.0, self._resolve, None)
 
     def _ends(self) -> None:
         """With a rate quantum: the segments due by now end now (their bytes are through at
@@ -131,23 +145,19 @@ class FlowSolver(Entity):
     def _end_due(self, now: float, changed: set[int]) -> None:
         """End every segment due by ``now`` (entries made stale by a rate change skipped)."""
         due = self._due
-        flows = self._flows
+        pop = heapq.heappop
         while due and due[0][0] <= now:
-            _, fid, ver = heapq.heappop(due)
-            f = flows.get(fid)
-            if f is None or self._ver[f.slot] != ver:
-                continue
-            self._segment_done(f, changed)
+            _, _, ver, f = pop(due)
+            if f.ver == ver:
+                self._segment_done(f, changed)
 
     def _schedule_wake(self, now: float) -> None:
         """A wake-up at the earliest live completion, unless one is already due by then."""
         due = self._due
-        flows = self._flows
-        vers = self._ver
         wakes = self._wakes
         while wakes and wakes[0] <= now:
             heapq.heappop(wakes)
-        while due and (flows.get(due[0][1]) is None or vers[flows[due[0][1]].slot] != due[0][2]):
+        while due and due[0][3].ver != due[0][2]:
             heapq.heappop(due)
         if due and (not wakes or wakes[0] > due[0][0]):
             top = due[0][0]
@@ -177,8 +187,8 @@ class FlowSolver(Entity):
         st = self._st
         extra = 0.0
         if self._adaptive and not restricted:
-            on_link = self._on_link
-            r = self._topo.route_adaptive(msg[0], dst, msg[1], lambda l: len(on_link.get(l, ())))
+            n_on = self._n_on
+            r = self._topo.route_adaptive(msg[0], dst, msg[1], n_on.__getitem__)
             if r != route:
                 lat = st.lat
                 extra = sum(lat[l] for l in r) - sum_lat
@@ -193,21 +203,18 @@ class FlowSolver(Entity):
         if msg[2] <= 0:
             self._complete(f)
             return
-        self._flows[f.fid] = f
         if not self._free:
             self._grow_rows()
         f.slot = slot = self._free.pop()
-        self._fid_of[slot] = f.fid
+        self._row[slot] = f
         self._alive[slot] = True
         self._next_segment(f, changed)
 
     def _grow_rows(self) -> None:
-        n = len(self._rate)
+        n = len(self._row)
         self._routes = np.concatenate([self._routes, np.full_like(self._routes, self._nl)])
-        for name in ("_rate", "_rem", "_t", "_ver", "_fid_of", "_alive"):
-            a = getattr(self, name)
-            setattr(self, name, np.concatenate([a, np.zeros_like(a)]))
-        self._fid_of[n:] = -1
+        self._alive = np.concatenate([self._alive, np.zeros_like(self._alive)])
+        self._row.extend([None] * n)
         self._free.extend(range(2 * n - 1, n - 1, -1))
 
     def _set_route(self, f: _Flow) -> None:
@@ -224,42 +231,42 @@ class FlowSolver(Entity):
         size = f.left if f.left <= self._seg else self._seg
         f.left -= size
         f.size = size
-        slot = f.slot
-        self._rem[slot] = float(size)
-        self._rate[slot] = 0.0
-        self._t[slot] = self.sim.now
-        self._ver[slot] += 1
+        f.rem = float(size)
+        f.rate = 0.0
+        f.t = self.sim.now
+        f.ver += 1
         self._set_route(f)
         self._st.flows += 1
         on_link = self._on_link
+        n_on = self._n_on
         for l in f.route:
-            s = on_link.get(l)
+            n_on[l] += 1
+            s = on_link[l]
             if s is None:
-                on_link[l] = {f.fid}
+                on_link[l] = {f: None}
             else:
-                s.add(f.fid)
+                s[f] = None
         changed.update(f.route)
 
     def _segment_done(self, f: _Flow, changed: set[int]) -> None:
-        st = self._st
         on_link = self._on_link
-        b = st.link_bytes
-        for l in f.route:
-            b[l] += f.size
-            s = on_link[l]
-            s.discard(f.fid)
-            if not s:
-                del on_link[l]
-        changed.update(f.route)
+        n_on = self._n_on
+        b = self._st.link_bytes
+        size = f.size
+        route = f.route
+        for l in route:
+            b[l] += size
+            n_on[l] -= 1
+            del on_link[l][f]
+        changed.update(route)
         if f.left > 0:
             if self._adaptive and not f.restricted:
-                f.route = self._topo.route_adaptive(f.msg[0], f.dst, f.msg[1], lambda l: len(on_link.get(l, ())))
+                f.route = self._topo.route_adaptive(f.msg[0], f.dst, f.msg[1], n_on.__getitem__)
             self._next_segment(f, changed)
             return
-        del self._flows[f.fid]
         slot = f.slot
         self._alive[slot] = False
-        self._fid_of[slot] = -1
+        self._row[slot] = None
         self._routes[slot] = self._nl
         self._free.append(slot)
         self._complete(f)
@@ -277,114 +284,169 @@ class FlowSolver(Entity):
         each connected component of them solved on its own: one of at most ``_SMALL`` flows
         in plain Python, the larger ones together in one vectorised pass."""
         on_link = self._on_link
-        flows = self._flows
         st = self._st
-        seen: set[int] = set()
-        small: list[list[int]] = []
+        base = self._stamp + 1  # flows marked from here on belong to a component already found
         big: list[np.ndarray] = []
+        small = _SMALL
+        touched = 0
+        top = st.touched_max
+        n_comp = 0
         for seed in sorted(changed):
-            s = on_link.get(seed)
-            if s is None or next(iter(s)) in seen:
+            s = on_link[seed]
+            if not s or next(iter(s)).mark >= base:
                 continue
             got = self._walk(seed)
             if got is None:
                 rows = self._sweep(seed)
                 big.append(rows)
-                seen.update(self._fid_of[rows].tolist())
+                stamp = self._stamp
+                row = self._row
+                for i in rows.tolist():
+                    row[i].mark = stamp
                 n = len(rows)
             else:
-                seen.update(got)
-                n = len(got)
-                if n <= _SMALL:
-                    small.append(got)
+                fl = got[0]
+                n = len(fl)
+                if n <= small:
+                    self._solve_small(got, now)
                 else:
-                    big.append(np.fromiter((flows[f].slot for f in got), dtype=np.int64, count=n))
-            st.touched += n
-            if n > st.touched_max:
-                st.touched_max = n
-        st.recomputes += len(small) + len(big)
-        if small:
-            self._recompute_small(small, now)
+                    big.append(np.fromiter((f.slot for f in fl), dtype=np.int64, count=n))
+            n_comp += 1
+            touched += n
+            if n > top:
+                top = n
+        st.touched += touched
+        st.touched_max = top
+        st.recomputes += n_comp
         if big:
             self._recompute_big(big, now)
 
-    def _recompute_small(self, comps: list[list[int]], now: float) -> None:
-        """:meth:`_recompute` for components of at most ``_SMALL`` flows, one by one, by
-        :func:`~.maxmin.maxmin_small` (the rates of :func:`~.maxmin.maxmin_rates`, bit for
+    def _solve_small(self, got: tuple, now: float) -> None:
+        """New rates for one component of at most ``_SMALL`` flows, found by :meth:`_walk`,
+        by :func:`~.maxmin.maxmin_local` (the rates of :func:`~.maxmin.maxmin_rates`, bit for
         bit, without numpy's cost per call, which dominates for a few flows)."""
-        flows = self._flows
-        cap = self._capl
-        rate_a, rem_a, t_a, ver_a = self._rate, self._rem, self._t, self._ver
+        fl, routes, cnt, rc = got
+        # Alone, a flow's rate is its narrowest link's capacity (one filling step from 0.0).
+        rates = [min(rc)] if len(fl) == 1 else maxmin_local(routes, cnt, rc)
         due = self._due
         push = heapq.heappush
-        for fids in comps:
-            rate = maxmin_small([flows[f].route for f in fids], cap)
-            for fid, r in zip(fids, rate):
-                slot = flows[fid].slot
-                old = float(rate_a[slot])
-                if r == old:  # its completion entry still holds
-                    continue
-                rem = float(rem_a[slot]) - old * (now - float(t_a[slot]))
-                if rem < 0.0:
-                    rem = 0.0
-                rem_a[slot] = rem
-                t_a[slot] = now
-                rate_a[slot] = r
-                ver = int(ver_a[slot]) + 1
-                ver_a[slot] = ver
-                push(due, (now + rem / r, fid, ver))
+        for f, r in zip(fl, rates):
+            old = f.rate
+            if r == old:  # its completion entry still holds
+                continue
+            rem = f.rem - old * (now - f.t)
+            if rem < 0.0:
+                rem = 0.0
+            f.rem = rem
+            f.t = now
+            f.rate = r
+            ver = f.ver + 1
+            f.ver = ver
+            push(due, (now + rem / r, f.fid, ver, f))
 
     def _recompute_big(self, comps: list[np.ndarray], now: float) -> None:
         """:meth:`_recompute` for the larger components: one vectorised pass over all."""
-        label = np.full(len(self._rate), -1, dtype=np.int64)  # component of each row, -1: untouched
+        label = np.full(len(self._row), -1, dtype=np.int64)  # component of each row, -1: untouched
         for i, rows in enumerate(comps):
             label[rows] = i
         sel = np.flatnonzero(label >= 0)
+        row = self._row
+        fl = [row[i] for i in sel.tolist()]
         sub = self._routes[sel]
         real = sub < self._nl
         ptr = np.zeros(len(sel) + 1, dtype=np.int64)
         np.cumsum(real.sum(axis=1), out=ptr[1:])
         uniq, inv = np.unique(sub[real], return_inverse=True)
         rate = maxmin_rates(ptr, inv.astype(np.int64, copy=False), self._cap[uniq], label[sel])
-        old = self._rate[sel]
+        old = np.array([f.rate for f in fl])
         moved = rate != old  # the others' completion entries still hold
         if not moved.any():
             return
-        rows = sel[moved]
+        idx = np.flatnonzero(moved).tolist()
+        mf = [fl[i] for i in idx]
         r = rate[moved]
-        rem = self._rem[rows] - old[moved] * (now - self._t[rows])
+        rem = np.array([f.rem for f in mf]) - old[moved] * (now - np.array([f.t for f in mf]))
         np.maximum(rem, 0.0, out=rem)
-        self._rem[rows] = rem
-        self._t[rows] = now
-        self._rate[rows] = r
-        self._ver[rows] += 1
         finish = now + rem / r
         due = self._due
         push = heapq.heappush
-        for t, fid, ver in zip(finish.tolist(), self._fid_of[rows].tolist(), self._ver[rows].tolist()):
-            push(due, (t, fid, ver))
+        for f, t, x, rm in zip(mf, finish.tolist(), r.tolist(), rem.tolist()):
+            f.rem = rm
+            f.t = now
+            f.rate = x
+            ver = f.ver + 1
+            f.ver = ver
+            push(due, (t, f.fid, ver, f))
 
-    def _walk(self, seed: int) -> list[int] | None:
+    def _walk(self, seed: int) -> tuple[list[_Flow], list[list[int]], list[int], list[float]] | None:
         """The flows connected to link ``seed`` through shared links, found by a walk over
-        the link sets, in the order found; None once they are more than ``_WALK``."""
+        the link sets (they get the walk's stamp), with the problem that
+        :func:`~.maxmin.maxmin_local` solves for them: the flows' routes over local link
+        numbers, the number of flows on each link and its capacity; None once the flows are
+        more than ``_WALK``.
+
+        A link only one flow crosses (a private link) is left out of the problem when it
+        cannot change the rates: all but the narrowest of a flow's private links (same flow
+        set, more capacity: its share never falls below the narrowest's), and that one too
+        when one of the flow's shared links is narrower by more than ``_MARGIN`` (its share
+        then stays above every filling level the flow sees, by more than the tie margin and
+        any rounding). The rates are those of the whole problem, bit for bit."""
         on_link = self._on_link
-        flows = self._flows
-        seen = {seed}
-        stack = [seed]
-        got: list[int] = []
-        have: set[int] = set()
+        n_on = self._n_on
+        lmark = self._lmark
+        lidx = self._lidx
+        cap = self._capl
+        stamp = self._stamp = self._stamp + 1
+        limit = _WALK
+        margin = 1.0 + _MARGIN
+        c = n_on[seed]
+        if c > 1:
+            lmark[seed] = stamp
+            lidx[seed] = 0
+            cnt = [c]
+            rc = [cap[seed]]
+        else:  # a private seed is found again on its flow's route
+            cnt = []
+            rc = []
+        stack = [on_link[seed]]
+        got: list[_Flow] = []
+        routes: list[list[int]] = []
+        inf = math.inf
         while stack:
-            for fid in on_link[stack.pop()]:
-                if fid not in have:
-                    have.add(fid)
-                    got.append(fid)
-                    for l in flows[fid].route:
-                        if l not in seen:
-                            seen.add(l)
-                            stack.append(l)
-            if len(got) > _WALK:
+            for f in stack.pop():
+                if f.mark == stamp:
+                    continue
+                f.mark = stamp
+                got.append(f)
+                lr = []
+                pc = sc = inf
+                for l in f.route:
+                    c = n_on[l]
+                    if c == 1:
+                        c = cap[l]
+                        if c < pc:
+                            pc = c
+                        continue
+                    if lmark[l] == stamp:
+                        lr.append(lidx[l])
+                    else:
+                        lmark[l] = stamp
+                        lidx[l] = len(cnt)
+                        lr.append(len(cnt))
+                        cnt.append(c)
+                        rc.append(cap[l])
+                        stack.append(on_link[l])
+                    c = cap[l]
+                    if c < sc:
+                        sc = c
+                if pc <= sc * margin:
+                    lr.append(len(cnt))
+                    cnt.append(1)
+                    rc.append(pc)
+                routes.append(lr)
+            if len(got) > limit:
                 return None
-        return got
+        return got, routes, cnt, rc
 
     def _sweep(self, seed: int) -> np.ndarray:
         """``_component`` by sweeps: mark the flows on marked links, then their links, until
@@ -407,7 +469,10 @@ class FlowSolver(Entity):
 
 #: Largest component found by walking the link sets before switching to numpy sweeps.
 _WALK = 64
-#: Largest component solved by ``maxmin_small`` (Python floats) rather than ``maxmin_rates``
+#: A private link is left out of a component's problem when it is wider than one of its flow's
+#: shared links by more than this fraction (far above the tie margin and rounding).
+_MARGIN = 1e-6
+#: Largest component solved by ``maxmin_local`` (Python floats) rather than ``maxmin_rates``
 #: (numpy): about where the two cost the same.
 _SMALL = 32
 

@@ -12,6 +12,7 @@ same rates, bit for bit, for any order of simultaneous starts.
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -127,4 +128,41 @@ def maxmin_small(routes: Sequence[Sequence[int]], cap: Sequence[float]) -> list[
     return rate
 
 
-__all__ = ["maxmin_rates", "maxmin_small"]
+def maxmin_local(routes: Sequence[Sequence[int]], n: list[int], rc: list[float]) -> list[float]:
+    """:func:`maxmin_small` over links numbered ``0..k-1`` for this call alone.
+
+    ``routes[f]`` are the local numbers of the links flow ``f`` crosses (at least one, none
+    twice), ``n[i]`` the number of flows crossing link ``i`` (used up) and ``rc[i]`` its
+    capacity (a float). Lists instead of dicts: the same operations, link for link, so the
+    same rates bit for bit. A link whose flows are all frozen has no share (infinite).
+    """
+    rate = [0.0] * len(routes)
+    active: Sequence[int] = range(len(routes))
+    level = 0.0
+    tie = 1.0 + _TIE
+    inf = math.inf
+    while True:
+        share = [r / c if c else inf for r, c in zip(rc, n)]
+        delta = min(share)
+        level += delta
+        lim = delta * tie
+        # c * delta is 0.0 for a link without flows: its rc stays as it is.
+        rc = [r - c * delta for r, c in zip(rc, n)]
+        still = []
+        for i in active:
+            r = routes[i]
+            for x in r:
+                if share[x] <= lim:
+                    break
+            else:
+                still.append(i)
+                continue
+            rate[i] = level
+            for x in r:
+                n[x] -= 1
+        if not still:
+            return rate
+        active = still
+
+
+__all__ = ["maxmin_local", "maxmin_rates", "maxmin_small"]
