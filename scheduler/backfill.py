@@ -146,10 +146,15 @@ class BackfillPolicy(ABC):
     jobs that could fit the free nodes, plus the first job in priority order that could
     not, which may be the blocked head: EASY, first-fit), ``"prefix"`` (only the jobs
     before that first one, and it: strict order).
+
+    ``columns``: True when the policy reads ``sched.queue_columns`` (EASY and its variants);
+    for the others the scheduler does not keep them.
     """
 
     name: ClassVar[str] = ""
     scope: ClassVar[str] = "all"
+    #: Whether the policy reads ``sched.queue_columns`` (the scheduler keeps them only then).
+    columns: ClassVar[bool] = False
 
     def __init__(self, *, general: bool = False, **options: Any):
         if options:
@@ -250,6 +255,7 @@ class Easy(BackfillPolicy):
 
     name = "easy"
     scope = "fits"
+    columns = True
     #: Backfill candidates shortest estimate first (EASY-SJBF) instead of in queue order.
     sjbf: ClassVar[bool] = False
 
@@ -929,16 +935,27 @@ class Conservative(BackfillPolicy):
         res = self._res
         times = prof.times
         free = prof.free
-        # most[k]: the most free nodes on any segment up to k (redone after each move).
-        most = list(accumulate(free, max))
+        # most[k]: the most free nodes on any segment up to k, for k < valid. Built lazily,
+        # only as far as a job needs it: a move changes the profile from its new start on,
+        # so it keeps the prefix before that (rebuilding all of it after every move cost more
+        # than the rest of the compression).
+        most: list[int] = []
+        valid = 0
         for job in queue:
             s = res.get(job.job_id)
             if s is None or s <= now:
                 continue
             n = job.nodes
             stop = bisect_left(times, s)
+            if valid < stop and (not valid or most[valid - 1] < n):
+                # The answer is not in the valid prefix: extend it up to the job's slot.
+                if valid:
+                    most[valid - 1:] = accumulate(free[valid:stop], max, initial=most[valid - 1])
+                else:
+                    most[:] = accumulate(free[:stop], max)
+                valid = stop
             # The first segment with n free nodes; none before s: it cannot move.
-            first = bisect_left(most, n, 0, stop)
+            first = bisect_left(most, n, 0, stop if stop < valid else valid)
             if first >= stop:
                 continue
             d = job.estimate
@@ -972,7 +989,11 @@ class Conservative(BackfillPolicy):
                 prof.add(t, _slot_end(t, d), -n)
                 res[job.job_id] = t
                 sched.note_reservation(job, t)
-                most = list(accumulate(free, max))
+                # Segments before t are unchanged (the old slot starts after t).
+                a = bisect_left(times, t)
+                if a < valid:
+                    valid = a
+                    del most[a:]
 
     # -- general (pinned) path ------------------------------------------------------------
     def _plan_general(self, sched: "SchedulerEntity", queue: list[Job], now: float, replan: bool) -> None:

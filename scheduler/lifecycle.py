@@ -186,6 +186,7 @@ class SchedulerEntity(Entity):
         # Sizes and estimates of the queue, row for row (static policies), kept while the
         # queue is long: see queue_columns.
         self._mirror: QueueMirror | None = None
+        self._mirrored = self._static and bool(getattr(backfill, "columns", False))
         self._started_now: list[Job] = []
         # Columns of the queue for policies with vectorised keys (dynamic ones).
         self._cols: QueueColumns | None = None
@@ -218,10 +219,11 @@ class SchedulerEntity(Entity):
 
     def queue_columns(self, queue: list[Job]) -> QueueMirror | None:
         """Read-only numpy columns (``nodes``, ``estimate``, ``seq``) of ``queue``, row for
-        row, when ``queue`` is the scheduler's own queue (static orderings) and it is long
-        (they are kept from :data:`MIRROR_ON` jobs until the queue falls below
-        :data:`MIRROR_OFF`; a short queue is cheaper to walk); else None. Valid until the
-        pass ends (jobs started in it are still rows)."""
+        row, when ``queue`` is the scheduler's own queue (static orderings), the backfill
+        policy reads them (its ``columns`` attribute) and the queue is long (they are kept
+        from :data:`MIRROR_ON` jobs until the queue falls below :data:`MIRROR_OFF`; a short
+        queue is cheaper to walk); else None. Valid until the pass ends (jobs started in it
+        are still rows)."""
         return self._mirror if queue is self._queue else None
 
     @property
@@ -280,7 +282,7 @@ class SchedulerEntity(Entity):
             mirror = self._mirror
             if mirror is not None:
                 mirror.insert(i, job.nodes, job.estimate, job.seq)
-            elif len(self._queue) >= MIRROR_ON:
+            elif self._mirrored and len(self._queue) >= MIRROR_ON:
                 self._mirror = QueueMirror.of(self._queue)
         else:
             self._queue.append(job)  # arrival order: sorted by seq

@@ -20,12 +20,15 @@ __all__ = ["QueueMirror"]
 
 class QueueMirror:
     """Rows ``nodes``, ``estimate`` and ``seq`` (float64; exact for integers below 2**53) of
-    the first ``n`` columns of one buffer, grown by doubling."""
+    columns ``lo`` to ``lo + n`` of one buffer, grown by doubling. A row is inserted or
+    removed by moving the shorter side of the queue, so the jobs that leave the head of a
+    first-come-first-served queue cost no copy of the queue behind them."""
 
-    __slots__ = ("n", "_buf")
+    __slots__ = ("n", "lo", "_buf")
 
     def __init__(self, capacity: int = 64):
         self.n = 0
+        self.lo = 0
         self._buf = np.empty((3, max(int(capacity), 1)))
 
     @classmethod
@@ -43,31 +46,50 @@ class QueueMirror:
     def insert(self, i: int, nodes: int, estimate: float, seq: int) -> None:
         """Insert a job at position ``i`` (0 <= i <= n)."""
         n = self.n
+        lo = self.lo
         buf = self._buf
-        if n == buf.shape[1]:
-            grown = np.empty((3, 2 * n))
-            grown[:, :n] = buf
-            self._buf = buf = grown
-        if i < n:
-            buf[:, i + 1 : n + 1] = buf[:, i:n]  # numpy copies overlapping slices correctly
-        buf[0, i] = nodes
-        buf[1, i] = estimate
-        buf[2, i] = seq
+        if lo and 2 * i < n:
+            # Nearer the head, with room before it: move the head rows one column left.
+            lo -= 1
+            if i:
+                buf[:, lo : lo + i] = buf[:, lo + 1 : lo + 1 + i]
+            self.lo = lo
+        else:
+            cap = buf.shape[1]
+            if lo + n == cap:
+                # No room at the tail: move the rows to the front, in a doubled buffer
+                # unless a quarter of it lies free before them.
+                grown = buf if 4 * lo > cap else np.empty((3, 2 * cap))
+                grown[:, :n] = buf[:, lo : lo + n]
+                self._buf = buf = grown
+                self.lo = lo = 0
+            if i < n:
+                buf[:, lo + i + 1 : lo + n + 1] = buf[:, lo + i : lo + n]  # overlapping: numpy copies right
+        k = lo + i
+        buf[0, k] = nodes
+        buf[1, k] = estimate
+        buf[2, k] = seq
         self.n = n + 1
 
     def delete(self, i: int) -> None:
         """Remove the row at position ``i``."""
         n = self.n
+        lo = self.lo
         buf = self._buf
-        if i < n - 1:
-            buf[:, i : n - 1] = buf[:, i + 1 : n]
+        if 2 * i < n:
+            if i:
+                buf[:, lo + 1 : lo + i + 1] = buf[:, lo : lo + i]
+            self.lo = lo + 1
+        elif i < n - 1:
+            buf[:, lo + i : lo + n - 1] = buf[:, lo + i + 1 : lo + n]
         self.n = n - 1
 
     def keep(self, mask: np.ndarray) -> None:
         """Keep only the rows where ``mask`` (n booleans) is true, in order."""
-        n = self.n
+        lo = self.lo
         m = int(np.count_nonzero(mask))
-        self._buf[:, :m] = self._buf[:, :n][:, mask]
+        self._buf[:, :m] = self._buf[:, lo : lo + self.n][:, mask]
+        self.lo = 0
         self.n = m
 
     def backfill_rows(self, lo: int, free: int, end_by: float, now: float, extra: int) -> list[int]:
@@ -75,13 +97,14 @@ class QueueMirror:
         ``end_by`` (``now + estimate <= end_by``) or fit ``extra`` nodes: EASY's backfill
         candidates, in queue order."""
         buf = self._buf
-        n = self.n
-        nodes = buf[0, lo:n]
+        a = self.lo + lo
+        b = self.lo + self.n
+        nodes = buf[0, a:b]
         if extra >= free:
             ok = nodes <= free
         else:
             ok = nodes <= extra
-            ok |= (nodes <= free) & (buf[1, lo:n] + now <= end_by)
+            ok |= (nodes <= free) & (buf[1, a:b] + now <= end_by)
         idx = ok.nonzero()[0]
         if lo:
             idx += lo
@@ -89,15 +112,15 @@ class QueueMirror:
 
     @property
     def nodes(self) -> np.ndarray:
-        return self._buf[0, : self.n]
+        return self._buf[0, self.lo : self.lo + self.n]
 
     @property
     def estimate(self) -> np.ndarray:
-        return self._buf[1, : self.n]
+        return self._buf[1, self.lo : self.lo + self.n]
 
     @property
     def seq(self) -> np.ndarray:
-        return self._buf[2, : self.n]
+        return self._buf[2, self.lo : self.lo + self.n]
 
     def __len__(self) -> int:
         return self.n

@@ -66,6 +66,36 @@ def test_mirror_follows_a_list_through_inserts_and_removals():
         assert m.seq.tolist() == [r[2] for r in model]
 
 
+def test_mirror_keeps_rows_when_the_head_leaves_and_returns():
+    # A first-come-first-served queue: jobs join at the tail and leave at the head, so the
+    # rows move forward in the buffer; some return near the head and some leave elsewhere.
+    rng = random.Random(5)
+    m = QueueMirror(capacity=4)
+    model: list[tuple[int, float, int]] = []
+    for step in range(2000):
+        op = rng.random()
+        if op < 0.5 or not model:
+            i = len(model) if rng.random() < 0.8 else rng.randint(0, min(2, len(model)))
+            row = (rng.randint(1, 64), rng.random() * 1000, step)
+            model.insert(i, row)
+            m.insert(i, *row)
+        elif op < 0.95:
+            i = 0 if rng.random() < 0.8 else rng.randrange(len(model))
+            del model[i]
+            m.delete(i)
+        else:
+            mask = np.array([rng.random() < 0.9 for _ in model], dtype=bool)
+            model = [r for r, k in zip(model, mask) if k]
+            m.keep(mask)
+        assert m.nodes.tolist() == [r[0] for r in model]
+        assert m.estimate.tolist() == [r[1] for r in model]
+        assert m.seq.tolist() == [r[2] for r in model]
+        if model:
+            lo = rng.randrange(len(model))
+            want = [i for i in range(lo, len(model)) if model[i][0] <= 32]
+            assert m.backfill_rows(lo, 32, 0.0, 0.0, 32) == want
+
+
 class _Checked(Easy):
     """EASY that checks, at every pass, that the columns (kept while the queue is long)
     are the queue's, row for row."""
