@@ -42,8 +42,8 @@ class _Flow:
     """One message in flight: its current segment's route, bytes and rate. ``slot`` is its row
     in the solver's arrays (routes, for the vectorised pass over large components)."""
 
-    __slots__ = ("fid", "slot", "msg", "dst", "route", "restricted", "extra", "size", "left",
-                 "rate", "rem", "t", "ver", "mark")
+    __slots__ = ("fid", "slot", "msg", "dst", "route", "narrow", "wide", "restricted", "extra", "size", "left",
+                 "rate", "rem", "t", "fin", "ver", "due", "mark")
 
     def __init__(self, fid: int, msg: tuple, dst: int, route: tuple, restricted: bool, extra: float):
         self.fid = fid
@@ -51,6 +51,7 @@ class _Flow:
         self.msg = msg
         self.dst = dst
         self.route = route
+        self.narrow = self.wide = ()  # the route's links split by capacity (FlowSolver._split)
         self.restricted = restricted
         self.extra = extra  # latency of the chosen route beyond the one the NIC paid
         self.size = 0  # bytes of the current segment
@@ -58,7 +59,12 @@ class _Flow:
         self.rate = 0.0
         self.rem = 0.0  # bytes of the current segment still to go, as of t
         self.t = 0.0
-        self.ver = 0  # bumped on every rate change: older due entries are stale
+        self.fin = math.inf  # when the segment ends at the current rate
+        # The flow's one live entry in the solver's due heap: its version (older entries are
+        # stale) and its time (inf: none), at most ``fin``: an entry that comes due before
+        # ``fin`` (the rate fell since) is put back at ``fin``, not the moment the rate falls.
+        self.ver = 0
+        self.due = math.inf
         self.mark = 0  # the stamp of the last walk that found it
 
 
@@ -89,11 +95,12 @@ class FlowSolver(Entity):
         # Per link: the stamp of the last walk that met it and its local number there.
         self._lmark: list[int] = [0] * n_links
         self._lidx: list[int] = [0] * n_links
+        self._splits: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}  # by route
         self._fid = 0
         self._stamp = 0  # stamps of the walks: a flow found by one has its ``mark``
         self._starts: list[tuple] = []
         self._resolving = False
-        # (finish, fid, version, flow): (fid, version) is unique, so the flow is never compared.
+        # (time, fid, version, flow): (fid, version) is unique, so the flow is never compared.
         self._due: list[tuple[float, int, int, _Flow]] = []
         self._wakes: list[float] = []  # times of the wake-ups already scheduled
         # The routes of the flows in flight as rows of an array, so that a recomputation of
@@ -143,13 +150,20 @@ class FlowSolver(Entity):
         self._schedule_wake(now)
 
     def _end_due(self, now: float, changed: set[int]) -> None:
-        """End every segment due by ``now`` (entries made stale by a rate change skipped)."""
+        """End every segment due by ``now`` (stale entries skipped, early ones put back)."""
         due = self._due
         pop = heapq.heappop
         while due and due[0][0] <= now:
-            _, _, ver, f = pop(due)
-            if f.ver == ver:
+            t, fid, ver, f = due[0]
+            if f.ver != ver:
+                pop(due)
+            elif t == f.fin:
+                pop(due)
                 self._segment_done(f, changed)
+            else:
+                f.ver = ver + 1
+                f.due = f.fin
+                heapq.heapreplace(due, (f.fin, fid, ver + 1, f))
 
     def _schedule_wake(self, now: float) -> None:
         """A wake-up at the earliest live completion, unless one is already due by then."""
@@ -157,8 +171,16 @@ class FlowSolver(Entity):
         wakes = self._wakes
         while wakes and wakes[0] <= now:
             heapq.heappop(wakes)
-        while due and due[0][3].ver != due[0][2]:
-            heapq.heappop(due)
+        while due:
+            t, fid, ver, f = due[0]
+            if f.ver != ver:
+                heapq.heappop(due)
+            elif t != f.fin:
+                f.ver = ver + 1
+                f.due = f.fin
+                heapq.heapreplace(due, (f.fin, fid, ver + 1, f))
+            else:
+                break
         if due and (not wakes or wakes[0] > due[0][0]):
             top = due[0][0]
             # The wake-up's own time, as the kernel computes it: now + (top - now) may fall
@@ -227,6 +249,14 @@ class FlowSolver(Entity):
         row[:] = self._nl
         row[:len(r)] = r
 
+    def _split(self, route: tuple) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """A route's narrow links (capacity within ``_MARGIN`` of its narrowest), narrowest
+        first, and its wide links (the others), for :meth:`_walk`."""
+        cap = self._capl
+        lim = min([cap[l] for l in route]) * (1.0 + _MARGIN)
+        narrow = sorted((l for l in route if cap[l] <= lim), key=cap.__getitem__)
+        return tuple(narrow), tuple(l for l in route if cap[l] > lim)
+
     def _next_segment(self, f: _Flow, changed: set[int]) -> None:
         size = f.left if f.left <= self._seg else self._seg
         f.left -= size
@@ -234,8 +264,13 @@ class FlowSolver(Entity):
         f.rem = float(size)
         f.rate = 0.0
         f.t = self.sim.now
+        f.fin = f.due = math.inf
         f.ver += 1
         self._set_route(f)
+        split = self._splits.get(f.route)
+        if split is None:
+            split = self._splits[f.route] = self._split(f.route)
+        f.narrow, f.wide = split
         self._st.flows += 1
         on_link = self._on_link
         n_on = self._n_on
@@ -246,7 +281,8 @@ class FlowSolver(Entity):
                 on_link[l] = {f: None}
             else:
                 s[f] = None
-        changed.update(f.route)
+        # One link finds the whole component the segment joins.
+        changed.add(f.route[0])
 
     def _segment_done(self, f: _Flow, changed: set[int]) -> None:
         on_link = self._on_link
@@ -256,9 +292,10 @@ class FlowSolver(Entity):
         route = f.route
         for l in route:
             b[l] += size
-            n_on[l] -= 1
             del on_link[l][f]
-        changed.update(route)
+            c = n_on[l] = n_on[l] - 1
+            if c:  # its other flows get new rates
+                changed.add(l)
         if f.left > 0:
             if self._adaptive and not f.restricted:
                 f.route = self._topo.route_adaptive(f.msg[0], f.dst, f.msg[1], n_on.__getitem__)
@@ -340,9 +377,11 @@ class FlowSolver(Entity):
             f.rem = rem
             f.t = now
             f.rate = r
-            ver = f.ver + 1
-            f.ver = ver
-            push(due, (now + rem / r, f.fid, ver, f))
+            fin = f.fin = now + rem / r
+            if fin < f.due:
+                ver = f.ver = f.ver + 1
+                f.due = fin
+                push(due, (fin, f.fid, ver, f))
 
     def _recompute_big(self, comps: list[np.ndarray], now: float) -> None:
         """:meth:`_recompute` for the larger components: one vectorised pass over all."""
@@ -370,13 +409,15 @@ class FlowSolver(Entity):
         finish = now + rem / r
         due = self._due
         push = heapq.heappush
-        for f, t, x, rm in zip(mf, finish.tolist(), r.tolist(), rem.tolist()):
+        for f, fin, x, rm in zip(mf, finish.tolist(), r.tolist(), rem.tolist()):
             f.rem = rm
             f.t = now
             f.rate = x
-            ver = f.ver + 1
-            f.ver = ver
-            push(due, (t, f.fid, ver, f))
+            f.fin = fin
+            if fin < f.due:
+                ver = f.ver = f.ver + 1
+                f.due = fin
+                push(due, (fin, f.fid, ver, f))
 
     def _walk(self, seed: int) -> tuple[list[_Flow], list[list[int]], list[int], list[float]] | None:
         """The flows connected to link ``seed`` through shared links, found by a walk over
@@ -386,11 +427,12 @@ class FlowSolver(Entity):
         more than ``_WALK``.
 
         A link only one flow crosses (a private link) is left out of the problem when it
-        cannot change the rates: all but the narrowest of a flow's private links (same flow
-        set, more capacity: its share never falls below the narrowest's), and that one too
-        when one of the flow's shared links is narrower by more than ``_MARGIN`` (its share
-        then stays above every filling level the flow sees, by more than the tie margin and
-        any rounding). The rates are those of the whole problem, bit for bit."""
+        cannot change the rates: a wide one (wider than the flow's narrowest link by more
+        than ``_MARGIN``), and every narrow one but the narrowest. Of two private links of a
+        flow, the wider's share never falls below the other's (same flow, more capacity); a
+        wide private link's share stays above every filling level the flow sees by more than
+        the tie margin and any rounding (the narrowest link holds the flow's level below its
+        capacity). The rates are those of the whole problem, bit for bit."""
         on_link = self._on_link
         n_on = self._n_on
         lmark = self._lmark
@@ -398,7 +440,6 @@ class FlowSolver(Entity):
         cap = self._capl
         stamp = self._stamp = self._stamp + 1
         limit = _WALK
-        margin = 1.0 + _MARGIN
         c = n_on[seed]
         if c > 1:
             lmark[seed] = stamp
@@ -411,7 +452,6 @@ class FlowSolver(Entity):
         stack = [on_link[seed]]
         got: list[_Flow] = []
         routes: list[list[int]] = []
-        inf = math.inf
         while stack:
             for f in stack.pop():
                 if f.mark == stamp:
@@ -419,15 +459,13 @@ class FlowSolver(Entity):
                 f.mark = stamp
                 got.append(f)
                 lr = []
-                pc = sc = inf
-                for l in f.route:
+                keep = -1
+                for l in f.narrow:
                     c = n_on[l]
                     if c == 1:
-                        c = cap[l]
-                        if c < pc:
-                            pc = c
-                        continue
-                    if lmark[l] == stamp:
+                        if keep < 0:
+                            keep = l
+                    elif lmark[l] == stamp:
                         lr.append(lidx[l])
                     else:
                         lmark[l] = stamp
@@ -436,13 +474,23 @@ class FlowSolver(Entity):
                         cnt.append(c)
                         rc.append(cap[l])
                         stack.append(on_link[l])
-                    c = cap[l]
-                    if c < sc:
-                        sc = c
-                if pc <= sc * margin:
+                for l in f.wide:
+                    c = n_on[l]
+                    if c == 1:
+                        pass
+                    elif lmark[l] == stamp:
+                        lr.append(lidx[l])
+                    else:
+                        lmark[l] = stamp
+                        lidx[l] = len(cnt)
+                        lr.append(len(cnt))
+                        cnt.append(c)
+                        rc.append(cap[l])
+                        stack.append(on_link[l])
+                if keep >= 0:
                     lr.append(len(cnt))
                     cnt.append(1)
-                    rc.append(pc)
+                    rc.append(cap[keep])
                 routes.append(lr)
             if len(got) > limit:
                 return None
@@ -469,8 +517,8 @@ class FlowSolver(Entity):
 
 #: Largest component found by walking the link sets before switching to numpy sweeps.
 _WALK = 64
-#: A private link is left out of a component's problem when it is wider than one of its flow's
-#: shared links by more than this fraction (far above the tie margin and rounding).
+#: A private link is left out of a component's problem when it is wider than its flow's narrowest
+#: link by more than this fraction (far above the tie margin and rounding).
 _MARGIN = 1e-6
 #: Largest component solved by ``maxmin_local`` (Python floats) rather than ``maxmin_rates``
 #: (numpy): about where the two cost the same.
