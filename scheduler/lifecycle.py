@@ -3,8 +3,9 @@
 :class:`SchedulerEntity` (entity type ``"scheduler"``, one instance on rank 0) holds the
 queue, the machine's allocation state and the three pluggable parts: an ordering policy
 (:mod:`scheduler.ordering`), a reservation/backfill policy (:mod:`scheduler.backfill`) and an
-allocator (:mod:`scheduler.allocators`). Its scheduling loop is a process that hibernates until
-a submission or a job end wakes it; each wake-up is one *scheduling pass*.
+allocator (:mod:`scheduler.allocators`). A submission or a job end wakes it: a timer of its own
+at the current instant runs a *scheduling pass* (one timer however many wake-ups precede it;
+a plain event rather than a process, which would cost a greenlet switch per pass).
 
 Events
     * Submissions are timer events of the scheduler, scheduled lazily: only the next distinct
@@ -18,7 +19,7 @@ Events
 
 A job end at time t frees its nodes before any start at t is decided
     The pass is not run inside the event that wakes the scheduler: waking pushes the
-    process's resume event at the current time ``t`` with the scheduler's next event key.
+    pass's timer at the current time ``t`` with the scheduler's next event key.
     Events are ordered by ``(time, key)`` and an entity's keys grow with every event it
     creates, so every scheduler event at ``t`` that was created before the wake-up
     (submission and end timers are always created earlier, at the previous submission or at
@@ -207,7 +208,7 @@ class SchedulerEntity(Entity):
         self._estimate = self.estimator.estimate
         self._corrects = self.estimator.corrects
         backfill.setup(self)
-        self._proc = self.spawn(self._loop, name="scheduler")
+        self._pending = False
         if self.jobs:
             self.after(self.jobs[0].submit_time - self.sim.now, self._submit)
 
@@ -304,17 +305,16 @@ class SchedulerEntity(Entity):
 
     def _wake(self) -> None:
         self._dirty = True
-        p = self._proc
-        if p.hibernating:
-            p.wake()
+        if not self._pending:
+            self._pending = True
+            self.after(0.0, self._passes)
 
-    def _loop(self) -> None:
-        # Runs until every job was submitted and has ended (or was rejected).
-        while self._next < len(self.jobs) or self._queue or self._running:
-            if not self._dirty:
-                self.hibernate()
+    def _passes(self, _data: Any = None) -> None:
+        # A wake-up during a pass (a runner's start that reports at once) asks for another.
+        while self._dirty:
             self._dirty = False
             self._pass()
+        self._pending = False
 
     def _pass(self) -> None:
         now = self.sim.now
