@@ -22,6 +22,7 @@ neither do the results.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -328,6 +329,8 @@ class FlowSolver(Entity):
         touched = 0
         top = st.touched_max
         n_comp = 0
+        pending: list[tuple] = []  # the small components, solved after the walks
+        n_small = 0
         for seed in sorted(changed):
             s = on_link[seed]
             if not s or next(iter(s)).mark >= base:
@@ -345,7 +348,8 @@ class FlowSolver(Entity):
                 fl = got[0]
                 n = len(fl)
                 if n <= small:
-                    self._solve_small(got, now)
+                    pending.append(got)
+                    n_small += n
                 else:
                     big.append(np.fromiter((f.slot for f in fl), dtype=np.int64, count=n))
             n_comp += 1
@@ -355,6 +359,11 @@ class FlowSolver(Entity):
         st.touched += touched
         st.touched_max = top
         st.recomputes += n_comp
+        if n_small >= _BATCH:
+            self._solve_batch(pending, n_small, now)
+        else:
+            for got in pending:
+                self._solve_small(got, now)
         if big:
             self._recompute_big(big, now)
 
@@ -364,7 +373,35 @@ class FlowSolver(Entity):
         bit, without numpy's cost per call, which dominates for a few flows)."""
         fl, routes, cnt, rc = got
         # Alone, a flow's rate is its narrowest link's capacity (one filling step from 0.0).
-        rates = [min(rc)] if len(fl) == 1 else maxmin_local(routes, cnt, rc)
+        self._set_rates(fl, [min(rc)] if len(fl) == 1 else maxmin_local(routes, cnt, rc), now)
+
+    def _solve_batch(self, comps: list[tuple], m: int, now: float) -> None:
+        """:meth:`_solve_small` for many components (``m`` flows in all) at once: their
+        problems, as :meth:`_walk` found them, side by side in one CSR incidence, solved by
+        one vectorised :func:`~.maxmin.maxmin_rates` (each component at its own pace, so the
+        same rates bit for bit), which costs less than solving them one by one in Python
+        once they are many."""
+        chain = itertools.chain.from_iterable
+        fl = list(chain(c[0] for c in comps))
+        routes = list(chain(c[1] for c in comps))
+        n_links = [len(c[2]) for c in comps]
+        lens = np.fromiter(map(len, routes), dtype=np.int64, count=m)
+        ptr = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(lens, out=ptr[1:])
+        n_flows = np.fromiter((len(c[0]) for c in comps), dtype=np.int64, count=len(comps))
+        label = np.repeat(np.arange(len(comps)), n_flows)
+        # A component's local link numbers, shifted past the links of the ones before it.
+        first = np.zeros(len(comps), dtype=np.int64)
+        np.cumsum(n_links[:-1], out=first[1:])
+        idx = np.fromiter(chain(routes), dtype=np.int64, count=int(ptr[-1]))
+        idx += np.repeat(first[label], lens)
+        cap = np.fromiter(chain(c[3] for c in comps), dtype=np.float64, count=sum(n_links))
+        self._set_rates(fl, maxmin_rates(ptr, idx, cap, label).tolist(), now)
+
+    def _set_rates(self, fl: list[_Flow], rates: list[float], now: float) -> None:
+        """Give the flows their new rates: the bytes sent at the old rate since its last
+        change counted, and a due entry for the new finish where it is sooner than the
+        flow's entry."""
         due = self._due
         push = heapq.heappush
         for f, r in zip(fl, rates):
@@ -520,6 +557,9 @@ _WALK = 64
 #: A private link is left out of a component's problem when it is wider than its flow's narrowest
 #: link by more than this fraction (far above the tie margin and rounding).
 _MARGIN = 1e-6
+#: Fewest flows of small components in one recomputation that are solved together by
+#: ``maxmin_rates`` (numpy, one pass over all) rather than one by one by ``maxmin_local``.
+_BATCH = 400
 #: Largest component solved by ``maxmin_local`` (Python floats) rather than ``maxmin_rates``
 #: (numpy): about where the two cost the same.
 _SMALL = 32
