@@ -95,11 +95,12 @@ import numpy as np
 from pdes.validate import check_int
 
 from .errors import SchedulerError, UserError
-from .job import Job
+from .job import Job, JobStatus
 
 if TYPE_CHECKING:  # pragma: no cover
     from .allocators import AllocState
     from .lifecycle import SchedulerEntity
+    from .mirror import QueueMirror
 
 __all__ = [
     "BackfillPolicy",
@@ -118,6 +119,9 @@ _INF = math.inf
 _first = itemgetter(0)
 # Below this many jobs after the head a Python loop is cheaper than numpy's call overhead.
 _VECTOR_MIN = 32
+# After this many backfill candidates in a row fail, the queue columns are asked again.
+_REQUERY = 24
+_QUEUED = JobStatus.QUEUED
 
 
 def _horizon(now: float) -> float:
@@ -315,9 +319,77 @@ class Easy(BackfillPolicy):
         general = self.general
         started = sched.n_started
         shadow, extra, shadow_state = self.reserve(sched, head, general)
-        cands = self._candidates(sched, queue, i + 1, shadow, extra)
-        self.backfill_around(sched, head, cands, shadow, extra, shadow_state, general)
+        lo = i + 1
+        cols = sched.queue_columns(queue) if not general and n - lo > _VECTOR_MIN else None
+        if cols is not None:
+            self._backfill_columns(sched, queue, cols, lo, shadow, extra)
+        else:
+            cands = self._candidates(sched, queue, lo, shadow, extra)
+            self.backfill_around(sched, head, cands, shadow, extra, shadow_state, general)
         self._remember(sched, queue, head, shadow, extra, i == 0 and sched.n_started == started)
+
+    def _backfill_columns(self, sched: "SchedulerEntity", queue: list[Job], cols: "QueueMirror", lo: int,
+                          shadow: float, extra: int) -> None:
+        """:meth:`backfill_around` on the count path over the candidates the queue columns
+        give (see :meth:`_candidates`), asking the columns again, with the free and extra
+        nodes of the moment, after :data:`_REQUERY` candidates in a row failed: a long queue
+        can hold thousands of candidates that the first starts leave too large, and walking
+        them one by one cost more than the rest of the pass."""
+        state = sched.state
+        free = state.n_free
+        if free == 0:
+            return
+        alloc = sched.allocator
+        now = sched.sim.now
+        sjbf = self.sjbf
+        rows = self._rows(cols, lo, free, shadow, now, extra)
+        m = len(rows)
+        k = 0
+        misses = 0
+        while k < m:
+            r = rows[k]
+            k += 1
+            job = queue[r]
+            size = job.nodes
+            if size <= free and job.status is _QUEUED:
+                if now + job.estimate <= shadow:
+                    nodes = alloc.select(job, state)
+                    if nodes is not None:
+                        sched.start_job(job, nodes)
+                        free = state.n_free
+                        if free == 0:
+                            return
+                        misses = 0
+                        continue
+                elif size <= extra:
+                    nodes = alloc.select(job, state)
+                    if nodes is not None:
+                        sched.start_job(job, nodes)
+                        extra -= size
+                        free = state.n_free
+                        if free == 0:
+                            return
+                        misses = 0
+                        continue
+            misses += 1
+            if misses >= _REQUERY and k < m:
+                # Starting jobs only lowers the free and extra nodes: the jobs the columns
+                # drop now would fail at their turn. In queue order the rest lies after r;
+                # shortest first, started and failed jobs sort anywhere (started ones are
+                # skipped above, failed ones fail the filter again).
+                rows = self._rows(cols, r + 1, free, shadow, now, extra) if not sjbf else \
+                    [x for x in self._rows(cols, lo, free, shadow, now, extra) if queue[x].status is _QUEUED]
+                m = len(rows)
+                k = 0
+                misses = 0
+
+    def _rows(self, cols: "QueueMirror", lo: int, free: int, shadow: float, now: float, extra: int) -> list[int]:
+        """The count path's candidate rows of ``cols`` from ``lo``, in the order to try them."""
+        rows = cols.backfill_rows(lo, free, shadow, now, extra)
+        if self.sjbf and len(rows) > 1:
+            idx = np.array(rows)
+            rows = idx[np.lexsort((cols.seq[idx], cols.estimate[idx]))].tolist()
+        return rows
 
     def _remember(self, sched: "SchedulerEntity", queue: list[Job], head: Job, shadow: float, extra: int,
                   quiet: bool) -> None:

@@ -153,6 +153,27 @@ def test_vectorised_candidates_give_the_python_walks_schedule(monkeypatch, backf
     assert len({j.start_time for j in fast.jobs}) > 100
 
 
+@pytest.mark.parametrize("backfill", ["easy", "easy-sjbf"])
+@pytest.mark.parametrize("order", ["fcfs", "sjf"])
+def test_asking_the_columns_again_after_each_failed_candidate_changes_nothing(monkeypatch, backfill, order):
+    # _REQUERY = 1: the candidates are recomputed after every candidate that does not start.
+    jobs = loaded()
+    asked = []
+    rows = bf_mod.Easy._rows
+
+    def counted(self, *args):
+        asked.append(args[1])
+        return rows(self, *args)
+
+    monkeypatch.setattr(bf_mod.Easy, "_rows", counted)
+    usual = simulate(jobs, n_nodes=64, ordering=order, backfill=backfill)
+    n_usual = len(asked)
+    monkeypatch.setattr(bf_mod, "_REQUERY", 1)
+    eager = simulate(jobs, n_nodes=64, ordering=order, backfill=backfill)
+    assert starts(eager) == starts(usual)
+    assert len(asked) - n_usual > n_usual + 20  # the columns were asked again, often
+
+
 @pytest.mark.parametrize("backfill", ["easy", "easy-sjbf", "conservative", "none"])
 def test_schedules_equal_the_reference_scheduler(scripts_on_path, backfill):
     import sched_reference
