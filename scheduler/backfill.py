@@ -630,26 +630,25 @@ class Easy(BackfillPolicy):
 
     @staticmethod
     def shadow_count(sched: "SchedulerEntity", head: Job) -> tuple[float, int]:
-        """(shadow time, extra nodes) for ``head`` by counting expected releases."""
+        """(shadow time, extra nodes) for ``head`` by counting expected releases.
+
+        The first expected end by which enough nodes are free (a prefix sum over the running
+        jobs' nodes in expected-end order), at the earliest just after now; then every job
+        expected to end by that instant counts toward the extra nodes."""
         avail = sched.state.n_free
         need = head.nodes
+        times = sched.end_times
+        m = len(times)
+        # cum[i]: the free nodes once the first i expected ends are in.
+        cum = list(accumulate(sched.end_nodes, initial=avail))
+        k = bisect_left(cum, need, 1)
+        if k > m:
+            raise SchedulerError(f"job {head.job_id} ({need} nodes) fits no future state of the machine")
+        t = times[k - 1]
         horizon = _horizon(sched.sim.now)
-        ends = sched.ends
-        m = len(ends)
-        k = 0
-        while k < m:
-            t = ends[k][0]
-            if t < horizon:
-                t = horizon
-            while k < m:
-                e = ends[k]
-                if e[0] > t:
-                    break
-                avail += e[2].nodes
-                k += 1
-            if avail >= need:
-                return t, avail - need
-        raise SchedulerError(f"job {head.job_id} ({need} nodes) fits no future state of the machine")
+        if t < horizon:
+            t = horizon
+        return t, cum[bisect_right(times, t, k - 1)] - need
 
     @staticmethod
     def shadow_general(sched: "SchedulerEntity", head: Job) -> tuple[float, "AllocState"]:
