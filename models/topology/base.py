@@ -36,6 +36,9 @@ KIND_NAMES = ("inject", "eject", "local", "up", "down", "global")
 # Pairs handled per vectorized step: bounds temporary memory of routes() and hop_matrix().
 _CHUNK = 1 << 17
 _HOP_CHUNK_ELEMS = 1 << 20
+# Machines with at most this many routers that hold nodes keep their router-pair hop matrix
+# (float64: 32 MiB at the limit) for pair_hop_sum; larger ones compute hops block by block.
+_HOP_MATRIX_MAX_ROUTERS = 2048
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -305,8 +308,22 @@ class Topology(ABC):
 
     def _pair_hop_sum_routers(self, a: np.ndarray) -> int:
         # Aggregate nodes to routers (hops depend on routers only), then sum the weighted
-        # router-pair hop matrix in blocks.
+        # router-pair hop matrix: cached for machines of up to _HOP_MATRIX_MAX_ROUTERS routers
+        # with nodes (a log replay asks for 100,000 jobs: the hops of a pair are computed once),
+        # otherwise in blocks. Every term is an integer below 2**53, so float64 sums are exact.
         routers, cnt = np.unique(self.node_router[a], return_counts=True)
+        cached = self._router_hop_matrix
+        if cached is not None:
+            pos, hm = cached
+            idx = pos[routers]
+            c = cnt.astype(np.float64)
+            if 4 * len(idx) * len(idx) <= len(hm) * len(hm):
+                total = c @ hm[np.ix_(idx, idx)] @ c
+            else:
+                v = np.zeros(len(hm))
+                v[idx] = c
+                total = v @ (hm @ v)
+            return int(total) // 2  # ordered pairs -> unordered; same-router pairs have 0 hops
         rep = self._router_rep[routers]
         total = 0
         n = len(rep)
@@ -316,6 +333,21 @@ class Topology(ABC):
             h = self._hops_vec(np.repeat(blk, n), np.tile(rep, len(blk))).reshape(len(blk), n).astype(np.int64)
             total += int((cnt[i : i + rows, None] * h * cnt[None, :]).sum())
         return total // 2  # ordered pairs -> unordered; same-router pairs have 0 hops
+
+    @cached_property
+    def _router_hop_matrix(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(position of each router among those with nodes, their hop matrix as float64), or
+        None above _HOP_MATRIX_MAX_ROUTERS such routers."""
+        rep = self._router_rep
+        with_nodes = np.flatnonzero(rep >= 0)
+        n = len(with_nodes)
+        if n > _HOP_MATRIX_MAX_ROUTERS:
+            return None
+        pos = np.full(self.n_routers, -1, dtype=np.int64)
+        pos[with_nodes] = np.arange(n)
+        r = rep[with_nodes]
+        hm = self._hops_vec(np.repeat(r, n), np.tile(r, n)).reshape(n, n).astype(np.float64)
+        return pos, hm
 
     @cached_property
     def _router_rep(self) -> np.ndarray:

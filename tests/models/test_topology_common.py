@@ -182,6 +182,21 @@ def test_hops_many_and_pair_hop_sum_agree_with_hop_matrix(topo):
     assert (t.hops_many(s.ravel(), d.ravel()).reshape(hm.shape) == hm).all()
 
 
+def test_pair_hop_sum_cached_matrix_and_blocks_agree(topo, monkeypatch):
+    # Small and large node sets (sub-matrix, matrix-vector) against the block computation.
+    import models.topology.base as base
+
+    t = topo
+    rng = np.random.default_rng(5)
+    sets = [rng.permutation(t.n_nodes)[:k] for k in (2, 7, t.n_nodes // 2, t.n_nodes)]
+    cached = [t.pair_hop_sum(a) for a in sets]
+    monkeypatch.setattr(base, "_HOP_MATRIX_MAX_ROUTERS", 0)
+    fresh = t.replace()
+    assert [fresh.pair_hop_sum(a) for a in sets] == cached
+    hm = t.hop_matrix(sets[1])
+    assert cached[1] == int(np.triu(hm, 1).sum())
+
+
 def test_routes_are_deterministic_across_objects_and_cached(topo):
     t = topo
     t2 = t.replace()
