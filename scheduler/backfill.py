@@ -986,12 +986,20 @@ class Conservative(BackfillPolicy):
             self._profile = None if self._stale else prof
         else:
             prof.trim(now)
-        if len(res) >= len(queue):
+        missing = len(queue) - len(res)
+        if missing <= 0:
             return  # every queued job holds a reservation (started ones left both)
+        # The queued jobs without one, in priority order: found from the tail, where new
+        # jobs of an arrival-ordered queue are, rather than by walking all of it.
+        new = []
+        for job in reversed(queue):
+            if job.job_id not in res:
+                new.append(job)
+                if len(new) == missing:
+                    break
+        new.reverse()
         job_of = self._job_of
-        for job in queue:
-            if job.job_id in res:
-                continue
+        for job in new:
             s = prof.find(job.nodes, job.estimate)
             if s is None:
                 raise SchedulerError(f"job {job.job_id} ({job.nodes} nodes) fits no future state of the machine")
