@@ -110,6 +110,7 @@ class FlowSolver(Entity):
         # last-freed first.
         self._nl = len(self._cap)
         self._routes = np.full((64, 8), self._nl, dtype=np.int64)
+        self._pad: tuple[int, ...] = ()  # a row's worth of sentinels
         self._alive = np.zeros(64, dtype=bool)
         self._row: list[_Flow | None] = [None] * 64
         self._free = list(range(63, -1, -1))
@@ -246,9 +247,10 @@ class FlowSolver(Entity):
         if len(r) > routes.shape[1]:
             pad = np.full((len(routes), len(r) - routes.shape[1]), self._nl, dtype=np.int64)
             routes = self._routes = np.concatenate([routes, pad], axis=1)
-        row = routes[f.slot]
-        row[:] = self._nl
-        row[:len(r)] = r
+        w = routes.shape[1]
+        if len(self._pad) != w:
+            self._pad = (self._nl,) * w
+        routes[f.slot] = r + self._pad[len(r):]  # one assignment of the whole padded row
 
     def _split(self, route: tuple) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """A route's narrow links (capacity within ``_MARGIN`` of its narrowest), narrowest
@@ -304,8 +306,7 @@ class FlowSolver(Entity):
             return
         slot = f.slot
         self._alive[slot] = False
-        self._row[slot] = None
-        self._routes[slot] = self._nl
+        self._row[slot] = None  # (its row of routes is rewritten when reused; dead rows are not read)
         self._free.append(slot)
         self._complete(f)
 
