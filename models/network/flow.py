@@ -43,7 +43,7 @@ class _Flow:
     """One message in flight: its current segment's route, bytes and rate. ``slot`` is its row
     in the solver's arrays (routes, for the vectorised pass over large components)."""
 
-    __slots__ = ("fid", "slot", "msg", "dst", "route", "narrow", "wide", "restricted", "extra", "size", "left",
+    __slots__ = ("fid", "slot", "msg", "dst", "route", "restricted", "extra", "size", "left",
                  "rate", "rem", "t", "fin", "ver", "due", "mark")
 
     def __init__(self, fid: int, msg: tuple, dst: int, route: tuple, restricted: bool, extra: float):
@@ -52,7 +52,6 @@ class _Flow:
         self.msg = msg
         self.dst = dst
         self.route = route
-        self.narrow = self.wide = ()  # the route's links split by capacity (FlowSolver._split)
         self.restricted = restricted
         self.extra = extra  # latency of the chosen route beyond the one the NIC paid
         self.size = 0  # bytes of the current segment
@@ -96,7 +95,6 @@ class FlowSolver(Entity):
         # Per link: the stamp of the last walk that met it and its local number there.
         self._lmark: list[int] = [0] * n_links
         self._lidx: list[int] = [0] * n_links
-        self._splits: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}  # by route
         self._fid = 0
         self._stamp = 0  # stamps of the walks: a flow found by one has its ``mark``
         self._starts: list[tuple] = []
@@ -252,14 +250,6 @@ class FlowSolver(Entity):
             self._pad = (self._nl,) * w
         routes[f.slot] = r + self._pad[len(r):]  # one assignment of the whole padded row
 
-    def _split(self, route: tuple) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """A route's narrow links (capacity within ``_MARGIN`` of its narrowest), narrowest
-        first, and its wide links (the others), for :meth:`_walk`."""
-        cap = self._capl
-        lim = min([cap[l] for l in route]) * (1.0 + _MARGIN)
-        narrow = sorted((l for l in route if cap[l] <= lim), key=cap.__getitem__)
-        return tuple(narrow), tuple(l for l in route if cap[l] > lim)
-
     def _next_segment(self, f: _Flow, changed: set[int]) -> None:
         size = f.left if f.left <= self._seg else self._seg
         f.left -= size
@@ -270,10 +260,6 @@ class FlowSolver(Entity):
         f.fin = f.due = math.inf
         f.ver += 1
         self._set_route(f)
-        split = self._splits.get(f.route)
-        if split is None:
-            split = self._splits[f.route] = self._split(f.route)
-        f.narrow, f.wide = split
         self._st.flows += 1
         on_link = self._on_link
         n_on = self._n_on
@@ -465,12 +451,11 @@ class FlowSolver(Entity):
         more than ``_WALK``.
 
         A link only one flow crosses (a private link) is left out of the problem when it
-        cannot change the rates: a wide one (wider than the flow's narrowest link by more
-        than ``_MARGIN``), and every narrow one but the narrowest. Of two private links of a
-        flow, the wider's share never falls below the other's (same flow, more capacity); a
-        wide private link's share stays above every filling level the flow sees by more than
-        the tie margin and any rounding (the narrowest link holds the flow's level below its
-        capacity). The rates are those of the whole problem, bit for bit."""
+        cannot change the rates: all but the narrowest of a flow's private links (same flow
+        set, more capacity: its share never falls below the narrowest's), and that one too
+        when one of the flow's shared links is narrower by more than ``_MARGIN`` (its share
+        then stays above every filling level the flow sees, by more than the tie margin and
+        any rounding). The rates are those of the whole problem, bit for bit."""
         on_link = self._on_link
         n_on = self._n_on
         lmark = self._lmark
@@ -478,6 +463,7 @@ class FlowSolver(Entity):
         cap = self._capl
         stamp = self._stamp = self._stamp + 1
         limit = _WALK
+        margin = 1.0 + _MARGIN
         c = n_on[seed]
         if c > 1:
             lmark[seed] = stamp
@@ -490,6 +476,7 @@ class FlowSolver(Entity):
         stack = [on_link[seed]]
         got: list[_Flow] = []
         routes: list[list[int]] = []
+        inf = math.inf
         while stack:
             for f in stack.pop():
                 if f.mark == stamp:
@@ -497,13 +484,15 @@ class FlowSolver(Entity):
                 f.mark = stamp
                 got.append(f)
                 lr = []
-                keep = -1
-                for l in f.narrow:
+                pc = sc = inf
+                for l in f.route:
                     c = n_on[l]
                     if c == 1:
-                        if keep < 0:
-                            keep = l
-                    elif lmark[l] == stamp:
+                        c = cap[l]
+                        if c < pc:
+                            pc = c
+                        continue
+                    if lmark[l] == stamp:
                         lr.append(lidx[l])
                     else:
                         lmark[l] = stamp
@@ -512,23 +501,13 @@ class FlowSolver(Entity):
                         cnt.append(c)
                         rc.append(cap[l])
                         stack.append(on_link[l])
-                for l in f.wide:
-                    c = n_on[l]
-                    if c == 1:
-                        pass
-                    elif lmark[l] == stamp:
-                        lr.append(lidx[l])
-                    else:
-                        lmark[l] = stamp
-                        lidx[l] = len(cnt)
-                        lr.append(len(cnt))
-                        cnt.append(c)
-                        rc.append(cap[l])
-                        stack.append(on_link[l])
-                if keep >= 0:
+                    c = cap[l]
+                    if c < sc:
+                        sc = c
+                if pc <= sc * margin:
                     lr.append(len(cnt))
                     cnt.append(1)
-                    rc.append(cap[keep])
+                    rc.append(pc)
                 routes.append(lr)
             if len(got) > limit:
                 return None
@@ -555,8 +534,8 @@ class FlowSolver(Entity):
 
 #: Largest component found by walking the link sets before switching to numpy sweeps.
 _WALK = 64
-#: A private link is left out of a component's problem when it is wider than its flow's narrowest
-#: link by more than this fraction (far above the tie margin and rounding).
+#: A private link is left out of a component's problem when it is wider than one of its flow's
+#: shared links by more than this fraction (far above the tie margin and rounding).
 _MARGIN = 1e-6
 #: Fewest flows of small components in one recomputation that are solved together by
 #: ``maxmin_rates`` (numpy, one pass over all) rather than one by one by ``maxmin_local``.
