@@ -6,12 +6,14 @@ that still compute: each window costs several scheduler time slices and a run sl
 far more than the extra ranks explain. Polling with pauses does not help either, since a
 non-blocking collective only advances while every rank keeps calling into MPI.
 
-So, when a node is oversubscribed, the ranks of that node meet first in a :class:`NodeMeeting`:
-each rank sends its row of the window table to the node's first rank over a Unix datagram
-socket and blocks in ``recv`` (no CPU while it waits, woken by the kernel the moment the
-answer comes); the first rank answers with every row once all have arrived. When the whole
-run is on one node, those rows *are* the window table and no MPI collective is needed for it;
-otherwise the MPI collective follows, entered by ranks that have all arrived.
+So, when a node is oversubscribed, the ranks of that node meet first in a :class:`NodeMeeting`
+over Unix datagram sockets and block in ``recv`` (no CPU while they wait, woken by the kernel
+the moment a datagram comes). When the whole run is on one node, each rank sends every other
+rank, in one datagram, its entry of the window table for that rank together with the batch
+of remote events for it (:meth:`NodeMeeting.meet`): one step, in which the last rank to
+arrive wakes every other directly, and no MPI collective at all. Otherwise the ranks of a
+node send their rows to the node's first rank, which answers once all have arrived, and the
+MPI collective follows, entered by ranks that have all arrived.
 
 The environment variable ``PDES_MPI_WAIT`` chooses (the same on every rank; ``mpirun``
 passes the environment on):
@@ -73,10 +75,11 @@ class NodeMeeting:
     A rank waiting for the others sleeps in the kernel. Built collectively by
     :func:`node_meeting`.
 
-    Datagrams carry a tag (``R`` row, ``T`` table, ``P`` batch) and the sender's node rank.
-    One that arrives before its turn (a batch from a rank already past the table, the next
-    window's row of a quick rank) waits in a per-sender slot: a rank sends one of each per
-    window, and never the next window's before every rank has given this one's row.
+    Datagrams carry a tag (``R`` row, ``T`` table, ``W``/``X`` a meeting's entry and batch in
+    even/odd exchanges) and the sender's node rank. One that arrives before its turn (the next
+    window's datagram of a quick rank) waits in a per-sender slot: a rank sends one of each
+    per window, and never the next window's before every rank has given this one's (a rank is
+    at most one exchange ahead of another, hence two alternating tags for :meth:`meet`).
     Sends never block: a receiver whose queue is full (Linux queues few datagrams per
     socket) is retried while this rank empties its own queue, so two ranks sending to each
     other cannot wait on each other.
@@ -90,7 +93,8 @@ class NodeMeeting:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._sock.bind(self._addr[self.rank])
         self._bufsize = 64 * 1024 + 64 * self.size * self.size
-        self._got: dict[int, dict[int, bytes]] = {ord("R"): {}, ord("T"): {}, ord("P"): {}}
+        self._got: dict[int, dict[int, bytes]] = {ord("R"): {}, ord("T"): {}, ord("W"): {}, ord("X"): {}}
+        self._parity = 0
 
     def _take(self, block: bool) -> bool:
         """File one datagram in its slot (waiting for one when ``block``); False if none."""
@@ -143,22 +147,29 @@ class NodeMeeting:
             whole = self._wait(self._got[ord("T")], 0)
         return [whole[i * k : (i + 1) * k] for i in range(n)]
 
-    def swap(self, batches: list[bytes], incoming: list[int]) -> list[bytes]:
-        """Send ``batches[j]`` to node rank j (empty ones are not sent) and return the batch
-        of every rank that ``incoming`` (bytes per sender) says has one for this rank."""
+    def meet(self, heads: list[bytes], batches: list[bytes] | None) -> list[tuple[bytes, bytes]]:
+        """Send node rank j ``heads[j]`` and ``batches[j]`` (None: no batches) in one datagram;
+        return, for every node rank in order, (its head for this rank, its batch for this rank
+        or b""); this rank's own entry is ``(heads[me], batches[me])``.
+
+        All heads have one length. One step for every rank: each sends before it waits, so
+        a rank waits only for the ranks that have not arrived yet.
+        """
         me = self.rank
-        for dest, b in enumerate(batches):
-            if b and dest != me:
-                self._send(dest, b"P", b)
-        slot = self._got[ord("P")]
+        tag = b"W" if self._parity == 0 else b"X"
+        self._parity ^= 1
+        k = len(heads[me])
+        for dest in range(self.size):
+            if dest != me:
+                self._send(dest, tag, heads[dest] + batches[dest] if batches is not None else heads[dest])
+        slot = self._got[tag[0]]
         out = []
-        for src, nbytes in enumerate(incoming):
+        for src in range(self.size):
             if src == me:
-                out.append(batches[me])
-            elif nbytes:
-                out.append(self._wait(slot, src))
+                out.append((heads[me], batches[me] if batches is not None else b""))
             else:
-                out.append(b"")
+                d = self._wait(slot, src)
+                out.append((d[:k], d[k:]))
         return out
 
     def close(self) -> None:

@@ -225,15 +225,17 @@ class WindowExchange:
             self.comm.Alltoall(self._spec_send, self._spec_recv)
             got = fmt.unpack_from(self._meta_recv)
         elif self.one_node:
-            # Every rank's whole row; this rank's entries are the 32 bytes at its offset.
-            off = 32 * self.rank
-            got = fmt.unpack(b"".join([r[off : off + 32] for r in meeting.rows(bytes(self._meta_send))]))
-            if not any(got[3::4]) and 0.0 < max(got[2::4]) <= MAX_SOCKET_BATCH:
-                # Small batches go rank to rank over the meeting's sockets, not through MPI
-                # (every rank sees the same totals, so every rank takes this path).
+            # Every other rank gets, in one datagram, this rank's entry for it and, when this
+            # rank's batches are small enough for the sockets, its batch for it.
+            entry = fmt.size // size
+            inline = payloads if total <= MAX_SOCKET_BATCH else None
+            parts = meeting.meet([bytes(self._meta_send[j * entry : (j + 1) * entry]) for j in range(size)], inline)
+            got = fmt.unpack(b"".join([head for head, _ in parts]))
+            if not any(got[3::4]) and max(got[2::4]) <= MAX_SOCKET_BATCH:
+                # No failure and every rank's batches came with its entry (every rank sees the
+                # same totals, so every rank takes this path).
                 self.bytes_sent += total
-                chunks = [b for b in meeting.swap(payloads, [int(x) for x in got[0::4]]) if b]
-                return min(got[1::4]), False, 0, chunks
+                return min(got[1::4]), False, 0, [b for _, b in parts if b]
         else:
             meeting.rows(b"")
             self.comm.Alltoall(self._spec_send, self._spec_recv)
