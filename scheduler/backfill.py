@@ -1026,27 +1026,27 @@ class Conservative(BackfillPolicy):
                 continue
             n = job.nodes
             stop = bisect_left(times, s)
-            if valid < stop and (not valid or most[valid - 1] < n):
-                # The answer is not in the valid prefix: extend it up to the job's slot.
-                if valid:
-                    most[valid - 1:] = accumulate(free[valid:stop], max, initial=most[valid - 1])
-                else:
-                    most[:] = accumulate(free[:stop], max)
-                valid = stop
-            # The first segment with n free nodes; none before s: it cannot move.
-            first = bisect_left(most, n, 0, stop if stop < valid else valid)
-            if first >= stop:
-                continue
             d = job.estimate
             if free[stop - 1] < n:
-                # Inline CountProfile.last_start: most jobs stop here.
+                # Inline CountProfile.last_start: most jobs stop here, many before any start.
                 edge = times[stop - 1]
                 bound = edge - d
-                last = bisect_right(times, bound + 1e-15 * (abs(edge) + abs(bound)), first, stop)
-                if last <= first:
+                last = bisect_right(times, bound + 1e-15 * (abs(edge) + abs(bound)), 0, stop)
+                if not last:
                     continue
             else:
                 last = stop
+            if valid < last and (not valid or most[valid - 1] < n):
+                # The answer is not in the valid prefix: extend it as far as starts are tried.
+                if valid:
+                    most[valid - 1:] = accumulate(free[valid:last], max, initial=most[valid - 1])
+                else:
+                    most[:] = accumulate(free[:last], max)
+                valid = last
+            # The first segment with n free nodes; none before the last start: it cannot move.
+            first = bisect_left(most, n, 0, last if last < valid else valid)
+            if first >= last:
+                continue
             # CountProfile.earlier, inlined (the hottest call of a conservative replay).
             t = None
             k = first
