@@ -318,6 +318,8 @@ class FlowSolver(Entity):
         n_comp = 0
         pending: list[tuple] = []  # the small components, solved after the walks
         n_small = 0
+        mid: list[tuple] = []  # the walked ones above _SMALL flows
+        n_mid = 0
         for seed in sorted(changed):
             s = on_link[seed]
             if not s or next(iter(s)).mark >= base:
@@ -338,7 +340,8 @@ class FlowSolver(Entity):
                     pending.append(got)
                     n_small += n
                 else:
-                    big.append(np.fromiter((f.slot for f in fl), dtype=np.int64, count=n))
+                    mid.append(got)
+                    n_mid += n
             n_comp += 1
             touched += n
             if n > top:
@@ -346,11 +349,13 @@ class FlowSolver(Entity):
         st.touched += touched
         st.touched_max = top
         st.recomputes += n_comp
-        if n_small >= _BATCH:
-            self._solve_batch(pending, n_small, now)
+        if n_small + n_mid >= _BATCH:
+            # The walked ones above _SMALL flows too: they have their problems already.
+            self._solve_batch(pending + mid, n_small + n_mid, now)
         else:
             for got in pending:
                 self._solve_small(got, now)
+            big.extend(np.fromiter((f.slot for f in got[0]), dtype=np.int64, count=len(got[0])) for got in mid)
         if big:
             self._recompute_big(big, now)
 
@@ -533,7 +538,7 @@ class FlowSolver(Entity):
 
 
 #: Largest component found by walking the link sets before switching to numpy sweeps.
-_WALK = 64
+_WALK = 128
 #: A private link is left out of a component's problem when it is wider than one of its flow's
 #: shared links by more than this fraction (far above the tie margin and rounding).
 _MARGIN = 1e-6
