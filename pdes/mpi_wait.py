@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import socket
+import struct
 import sys
 import time
 from typing import Any
@@ -62,6 +63,9 @@ ONE_NODE_MAX_RANKS = 32
 #: Non-blocking looks for a datagram, with ``sched_yield`` between them, before a waiting
 #: rank sleeps in ``recv``.
 YIELD_TRIES = 20
+#: One rank's entry of the window table for another: bytes of its batch for that rank, its
+#: next event time, its total bytes, its failure or stop flag.
+ENTRY = struct.Struct("<4d")
 #: The largest batch of remote events one rank sends in a window through the node meeting;
 #: a window with more goes through MPI's ``Alltoallv`` (every rank sees the same totals).
 MAX_SOCKET_BATCH = 60 * 1024
@@ -106,7 +110,9 @@ class NodeMeeting:
         return True
 
     def _send(self, dest: int, tag: bytes, body: bytes) -> None:
-        data = tag + self._me + body
+        self._put(dest, tag + self._me + body)
+
+    def _put(self, dest: int, data: bytes) -> None:
         addr = self._addr[dest]
         sock = self._sock
         while True:
@@ -147,30 +153,37 @@ class NodeMeeting:
             whole = self._wait(self._got[ord("T")], 0)
         return [whole[i * k : (i + 1) * k] for i in range(n)]
 
-    def meet(self, heads: list[bytes], batches: list[bytes] | None) -> list[tuple[bytes, bytes]]:
-        """Send node rank j ``heads[j]`` and ``batches[j]`` (None: no batches) in one datagram;
-        return, for every node rank in order, (its head for this rank, its batch for this rank
-        or b""); this rank's own entry is ``(heads[me], batches[me])``.
+    def meet(self, entries: list[tuple], batches: list[bytes] | None) -> tuple[list[tuple], list[bytes]]:
+        """Send node rank j, in one datagram, ``entries[j]`` (four floats) and ``batches[j]``
+        (None: no batches); return, in node-rank order, every rank's entry for this rank and
+        its batch for this rank (b"" if none), this rank's own included.
 
-        All heads have one length. One step for every rank: each sends before it waits, so
-        a rank waits only for the ranks that have not arrived yet.
+        One step for every rank: each sends before it waits, so a rank waits only for the
+        ranks that have not arrived yet.
         """
         me = self.rank
         tag = b"W" if self._parity == 0 else b"X"
         self._parity ^= 1
-        k = len(heads[me])
+        pre = tag + self._me
+        pack = ENTRY.pack
+        put = self._put
         for dest in range(self.size):
             if dest != me:
-                self._send(dest, tag, heads[dest] + batches[dest] if batches is not None else heads[dest])
+                put(dest, pre + pack(*entries[dest]) + batches[dest] if batches is not None else pre + pack(*entries[dest]))
         slot = self._got[tag[0]]
-        out = []
+        wait = self._wait
+        unpack = ENTRY.unpack_from
+        got: list[tuple] = []
+        out: list[bytes] = []
         for src in range(self.size):
             if src == me:
-                out.append((heads[me], batches[me] if batches is not None else b""))
+                got.append(entries[me])
+                out.append(batches[me] if batches is not None else b"")
             else:
-                d = self._wait(slot, src)
-                out.append((d[:k], d[k:]))
-        return out
+                d = wait(slot, src)
+                got.append(unpack(d))
+                out.append(d[ENTRY.size:])
+        return got, out
 
     def close(self) -> None:
         self._sock.close()

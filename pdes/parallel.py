@@ -215,28 +215,29 @@ class WindowExchange:
             total += len(b)
         # One flag per rank: 1 failed, -signum asked to stop, 0 neither.
         err = 1.0 if failed else -float(signum)
-        vals: list[float] = []
-        for b in payloads:
-            vals += (len(b), local_min, total, err)
-        fmt = self._fmt
-        fmt.pack_into(self._meta_send, 0, *vals)
         meeting = self.meeting
+        if meeting is not None and self.one_node:
+            # Every other rank gets, in one datagram, this rank's entry for it and, when this
+            # rank's batches are small enough for the sockets, its batch for it.
+            got4, batches = meeting.meet([(len(b), local_min, total, err) for b in payloads],
+                                         payloads if total <= MAX_SOCKET_BATCH else None)
+            tmin = min([g[1] for g in got4])
+            if not any([g[3] for g in got4]) and max([g[2] for g in got4]) <= MAX_SOCKET_BATCH:
+                # No failure, and every rank's batches came with its entry (every rank sees the
+                # same entries, so every rank takes this path).
+                self.bytes_sent += total
+                return tmin, False, 0, [b for b in batches if b]
+            got = tuple(x for g in got4 for x in g)
+        else:
+            vals: list[float] = []
+            for b in payloads:
+                vals += (len(b), local_min, total, err)
+            fmt = self._fmt
+            fmt.pack_into(self._meta_send, 0, *vals)
         if meeting is None:
             self.comm.Alltoall(self._spec_send, self._spec_recv)
             got = fmt.unpack_from(self._meta_recv)
-        elif self.one_node:
-            # Every other rank gets, in one datagram, this rank's entry for it and, when this
-            # rank's batches are small enough for the sockets, its batch for it.
-            entry = fmt.size // size
-            inline = payloads if total <= MAX_SOCKET_BATCH else None
-            parts = meeting.meet([bytes(self._meta_send[j * entry : (j + 1) * entry]) for j in range(size)], inline)
-            got = fmt.unpack(b"".join([head for head, _ in parts]))
-            if not any(got[3::4]) and max(got[2::4]) <= MAX_SOCKET_BATCH:
-                # No failure and every rank's batches came with its entry (every rank sees the
-                # same totals, so every rank takes this path).
-                self.bytes_sent += total
-                return min(got[1::4]), False, 0, [b for _, b in parts if b]
-        else:
+        elif not self.one_node:
             meeting.rows(b"")
             self.comm.Alltoall(self._spec_send, self._spec_recv)
             got = fmt.unpack_from(self._meta_recv)
