@@ -51,7 +51,7 @@ from __future__ import annotations
 import gc
 import math
 import time as _time
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
@@ -123,6 +123,19 @@ class TimekeeperRunner:
 
 
 _WALLTIME = {"reason": "walltime"}
+
+
+def _hook(part: Any, base: type, name: str) -> Any:
+    """``part``'s method ``name``, or None when it is ``base``'s (a no-op): a call saved per
+    job and hook."""
+    method = getattr(part, name)
+    return None if getattr(method, "__func__", None) is getattr(base, name) else method
+
+
+def _backfill_base() -> type:
+    from .backfill import BackfillPolicy
+
+    return BackfillPolicy
 
 
 class SchedulerEntity(Entity):
@@ -210,6 +223,12 @@ class SchedulerEntity(Entity):
         self._alarms: set[float] = set()
         self.estimator: EstimateModel = estimate if estimate is not None else UserEstimate()
         self.estimator.setup(self)
+        # The parts' per-job hooks, None where a part keeps the base class's no-op.
+        self._on_submitted = _hook(ordering, OrderingPolicy, "job_submitted")
+        self._on_started = _hook(ordering, OrderingPolicy, "job_started")
+        self._on_ended = _hook(ordering, OrderingPolicy, "job_ended")
+        self._est_ended = _hook(self.estimator, EstimateModel, "job_ended")
+        self._bf_ended = _hook(backfill, _backfill_base(), "job_ended")
         self._estimate = self.estimator.estimate
         self._corrects = self.estimator.corrects
         backfill.setup(self)
@@ -278,7 +297,8 @@ class SchedulerEntity(Entity):
         job.status = _QUEUED
         job.estimate = self._estimate(job, now)
         self.arrived += 1
-        self.ordering.job_submitted(job, now)
+        if self._on_submitted is not None:
+            self._on_submitted(job, now)
         if self._static:
             k = (self.ordering.key(job, now), job.seq)
             i = bisect_right(self._qkeys, k)
@@ -430,7 +450,8 @@ class SchedulerEntity(Entity):
         self._add_end(now + job.estimate, job)
         self.n_started += 1
         self._started_now.append(job)
-        self.ordering.job_started(job, now)
+        if self._on_started is not None:
+            self._on_started(job, now)
         self.runner.start(self, job, nodes)
         if self._walltime_timers:
             self.after(job.request_time, self._walltime, job)
@@ -439,12 +460,30 @@ class SchedulerEntity(Entity):
             self.after(job.estimate, self._estimate_due, job)
 
     def _add_end(self, t: float, job: Job) -> None:
-        row = (t, job.seq, job)
+        # bisect_right(ends, row) by the float column (no tuple comparisons): rows of one
+        # instant are in seq order.
         ends = self.ends
-        i = bisect_right(ends, row)
-        ends.insert(i, row)
-        self.end_times.insert(i, t)
+        times = self.end_times
+        seq = job.seq
+        i = bisect_right(times, t)
+        while i and times[i - 1] == t and ends[i - 1][1] > seq:
+            i -= 1
+        ends.insert(i, (t, seq, job))
+        times.insert(i, t)
         self.end_nodes.insert(i, job.nodes)
+
+    def _end_index(self, t: float, job: Job) -> int:
+        """The row of running ``job`` (expected end ``t``) in :attr:`ends`; raises if absent."""
+        ends = self.ends
+        times = self.end_times
+        seq = job.seq
+        i = bisect_left(times, t)
+        m = len(times)
+        while i < m and times[i] == t and ends[i][1] < seq:
+            i += 1
+        if i >= m or ends[i][2] is not job:
+            raise SchedulerError(f"job {job.job_id} is missing from the expected-end list")
+        return i
 
     def _drop_end(self, i: int) -> None:
         del self.ends[i]
@@ -459,11 +498,7 @@ class SchedulerEntity(Entity):
         new = self.estimator.correct(job, self.sim.now)
         if not new > old:
             return
-        ends = self.ends
-        i = bisect_left(ends, (job.start_time + old, job.seq))
-        if i >= len(ends) or ends[i][2] is not job:
-            raise SchedulerError(f"job {job.job_id} is missing from the expected-end list")
-        self._drop_end(i)
+        self._drop_end(self._end_index(job.start_time + old, job))
         job.estimate = new
         self._add_end(job.start_time + new, job)
         self.backfill.estimate_changed(self, job)
@@ -515,15 +550,14 @@ class SchedulerEntity(Entity):
             job.kill_reason = str(info.get("reason", ""))
         self.allocator.release(job, job.assigned_nodes, self.state)
         expected = job.start_time + job.estimate
-        ends = self.ends
-        i = bisect_left(ends, (expected, job.seq))
-        if i >= len(ends) or ends[i][2] is not job:
-            raise SchedulerError(f"job {job_id} is missing from the expected-end list")
-        self._drop_end(i)
+        self._drop_end(self._end_index(expected, job))
         self.n_ended += 1
-        self.ordering.job_ended(job, now)
-        self.estimator.job_ended(job, now)
-        self.backfill.job_ended(self, job, expected)
+        if self._on_ended is not None:
+            self._on_ended(job, now)
+        if self._est_ended is not None:
+            self._est_ended(job, now)
+        if self._bf_ended is not None:
+            self._bf_ended(self, job, expected)
         self._wake()
 
     def kill(self, job_id: int, reason: str) -> None:
