@@ -22,7 +22,6 @@ neither do the results.
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -307,7 +306,11 @@ class FlowSolver(Entity):
     def _recompute(self, changed: set[int], now: float) -> None:
         """New rates for every flow connected to ``changed`` links through shared links:
         each connected component of them solved on its own: one of at most ``_SMALL`` flows
-        in plain Python, the larger ones together in one vectorised pass."""
+        in plain Python, the larger ones together in one vectorised pass; with ``_BATCH``
+        changed links or more, see :meth:`_recompute_batched`."""
+        if len(changed) >= _BATCH:
+            self._recompute_batched(changed, now)
+            return
         on_link = self._on_link
         st = self._st
         base = self._stamp + 1  # flows marked from here on belong to a component already found
@@ -316,10 +319,6 @@ class FlowSolver(Entity):
         touched = 0
         top = st.touched_max
         n_comp = 0
-        pending: list[tuple] = []  # the small components, solved after the walks
-        n_small = 0
-        mid: list[tuple] = []  # the walked ones above _SMALL flows
-        n_mid = 0
         for seed in sorted(changed):
             s = on_link[seed]
             if not s or next(iter(s)).mark >= base:
@@ -337,11 +336,9 @@ class FlowSolver(Entity):
                 fl = got[0]
                 n = len(fl)
                 if n <= small:
-                    pending.append(got)
-                    n_small += n
+                    self._solve_small(got, now)
                 else:
-                    mid.append(got)
-                    n_mid += n
+                    big.append(np.fromiter((f.slot for f in fl), dtype=np.int64, count=n))
             n_comp += 1
             touched += n
             if n > top:
@@ -349,13 +346,105 @@ class FlowSolver(Entity):
         st.touched += touched
         st.touched_max = top
         st.recomputes += n_comp
-        if n_small + n_mid >= _BATCH:
-            # The walked ones above _SMALL flows too: they have their problems already.
-            self._solve_batch(pending + mid, n_small + n_mid, now)
-        else:
-            for got in pending:
-                self._solve_small(got, now)
-            big.extend(np.fromiter((f.slot for f in got[0]), dtype=np.int64, count=len(got[0])) for got in mid)
+        if big:
+            self._recompute_big(big, now)
+
+    def _recompute_batched(self, changed: set[int], now: float) -> None:
+        """:meth:`_recompute` when many links changed (as at every boundary of a rate
+        quantum): the walks (as :meth:`_walk`, in the same order) write the problems of all
+        the components they find side by side, over link numbers of this recomputation, as
+        one CSR incidence that one :func:`~.maxmin.maxmin_rates` pass solves, labelled by
+        component (each at its own pace, so the rates of solving them one by one, bit for
+        bit). Components above ``_WALK`` flows are left to numpy sweeps."""
+        on_link = self._on_link
+        n_on = self._n_on
+        lmark = self._lmark
+        lidx = self._lidx
+        cap = self._capl
+        st = self._st
+        # One stamp for the whole recomputation: components are disjoint, so a walk never
+        # meets a flow or link of an earlier one.
+        stamp = self._stamp = self._stamp + 1
+        margin = 1.0 + _MARGIN
+        inf = math.inf
+        fl: list[_Flow] = []  # the flows walked, component after component
+        idx: list[int] = []  # their links (CSR entries), numbered in this recomputation
+        ptr = [0]
+        rc: list[float] = []  # the capacity of each link numbered
+        sizes: list[int] = []  # flows per component walked
+        big: list[np.ndarray] = []
+        touched = 0
+        top = st.touched_max
+        for seed in sorted(changed):
+            s = on_link[seed]
+            if not s or next(iter(s)).mark == stamp:
+                continue
+            k0 = len(fl)
+            lim = k0 + _WALK
+            r0 = len(rc)
+            if n_on[seed] > 1:
+                lmark[seed] = stamp
+                lidx[seed] = r0
+                rc.append(cap[seed])
+            stack = [s]
+            while stack:
+                for f in stack.pop():
+                    if f.mark == stamp:
+                        continue
+                    f.mark = stamp
+                    fl.append(f)
+                    pc = sc = inf
+                    for l in f.route:
+                        c = n_on[l]
+                        if c == 1:  # private: only its narrowest may count (see _walk)
+                            c = cap[l]
+                            if c < pc:
+                                pc = c
+                            continue
+                        if lmark[l] == stamp:
+                            idx.append(lidx[l])
+                            c = cap[l]
+                        else:
+                            lmark[l] = stamp
+                            lidx[l] = x = len(rc)
+                            idx.append(x)
+                            rc.append(c := cap[l])
+                            stack.append(on_link[l])
+                        if c < sc:
+                            sc = c
+                    if pc <= sc * margin:
+                        idx.append(len(rc))
+                        rc.append(pc)
+                    ptr.append(len(idx))
+                if len(fl) > lim:
+                    break
+            else:
+                n = len(fl) - k0
+                sizes.append(n)
+                touched += n
+                if n > top:
+                    top = n
+                continue
+            # Too large to walk: its problem is dropped, numpy sweeps find it whole.
+            del fl[k0:], ptr[k0 + 1:], rc[r0:]
+            del idx[ptr[-1]:]
+            rows = self._sweep(seed)
+            big.append(rows)
+            row = self._row
+            for i in rows.tolist():
+                row[i].mark = stamp
+            n = len(rows)
+            touched += n
+            if n > top:
+                top = n
+        st.touched += touched
+        st.touched_max = top
+        st.recomputes += len(sizes) + len(big)
+        if fl:
+            label = np.repeat(np.arange(len(sizes)), sizes)
+            rates = maxmin_rates(np.array(ptr, dtype=np.int64), np.array(idx, dtype=np.int64),
+                                 np.array(rc, dtype=np.float64), label)
+            self._set_rates(fl, rates.tolist(), now)
         if big:
             self._recompute_big(big, now)
 
@@ -366,29 +455,6 @@ class FlowSolver(Entity):
         fl, routes, cnt, rc = got
         # Alone, a flow's rate is its narrowest link's capacity (one filling step from 0.0).
         self._set_rates(fl, [min(rc)] if len(fl) == 1 else maxmin_local(routes, cnt, rc), now)
-
-    def _solve_batch(self, comps: list[tuple], m: int, now: float) -> None:
-        """:meth:`_solve_small` for many components (``m`` flows in all) at once: their
-        problems, as :meth:`_walk` found them, side by side in one CSR incidence, solved by
-        one vectorised :func:`~.maxmin.maxmin_rates` (each component at its own pace, so the
-        same rates bit for bit), which costs less than solving them one by one in Python
-        once they are many."""
-        chain = itertools.chain.from_iterable
-        fl = list(chain(c[0] for c in comps))
-        routes = list(chain(c[1] for c in comps))
-        n_links = [len(c[2]) for c in comps]
-        lens = np.fromiter(map(len, routes), dtype=np.int64, count=m)
-        ptr = np.zeros(m + 1, dtype=np.int64)
-        np.cumsum(lens, out=ptr[1:])
-        n_flows = np.fromiter((len(c[0]) for c in comps), dtype=np.int64, count=len(comps))
-        label = np.repeat(np.arange(len(comps)), n_flows)
-        # A component's local link numbers, shifted past the links of the ones before it.
-        first = np.zeros(len(comps), dtype=np.int64)
-        np.cumsum(n_links[:-1], out=first[1:])
-        idx = np.fromiter(chain(routes), dtype=np.int64, count=int(ptr[-1]))
-        idx += np.repeat(first[label], lens)
-        cap = np.fromiter(chain(c[3] for c in comps), dtype=np.float64, count=sum(n_links))
-        self._set_rates(fl, maxmin_rates(ptr, idx, cap, label).tolist(), now)
 
     def _set_rates(self, fl: list[_Flow], rates: list[float], now: float) -> None:
         """Give the flows their new rates: the bytes sent at the old rate since its last
@@ -542,9 +608,10 @@ _WALK = 128
 #: A private link is left out of a component's problem when it is wider than one of its flow's
 #: shared links by more than this fraction (far above the tie margin and rounding).
 _MARGIN = 1e-6
-#: Fewest flows of small components in one recomputation that are solved together by
-#: ``maxmin_rates`` (numpy, one pass over all) rather than one by one by ``maxmin_local``.
-_BATCH = 400
+#: Fewest changed links of one recomputation (about three flows walked each) whose
+#: components are solved together by ``maxmin_rates`` (numpy, one pass over all) rather than
+#: one by one by ``maxmin_local``.
+_BATCH = 128
 #: Largest component solved by ``maxmin_local`` (Python floats) rather than ``maxmin_rates``
 #: (numpy): about where the two cost the same.
 _SMALL = 32
