@@ -106,6 +106,8 @@ class FlowSolver(Entity):
         # the sentinel link ``n_links`` (never carrying a flow); free rows are reused
         # last-freed first.
         self._nl = len(self._cap)
+        self._capx = np.append(self._cap, math.inf)  # with the padding link's
+        self._local = np.zeros(self._nl + 1, dtype=np.int64)  # link numbers of _problems
         self._routes = np.full((64, 8), self._nl, dtype=np.int64)
         self._pad: tuple[int, ...] = ()  # a row's worth of sentinels
         self._alive = np.zeros(64, dtype=bool)
@@ -351,26 +353,20 @@ class FlowSolver(Entity):
 
     def _recompute_batched(self, changed: set[int], now: float) -> None:
         """:meth:`_recompute` when many links changed (as at every boundary of a rate
-        quantum): the walks (as :meth:`_walk`, in the same order) write the problems of all
-        the components they find side by side, over link numbers of this recomputation, as
-        one CSR incidence that one :func:`~.maxmin.maxmin_rates` pass solves, labelled by
-        component (each at its own pace, so the rates of solving them one by one, bit for
-        bit). Components above ``_WALK`` flows are left to numpy sweeps."""
+        quantum): walks that only find each component's flows (every link of a flow
+        followed, with no test of how many flows share it), then the problems of all the
+        components built together from the flows' rows of routes (:meth:`_problems`) and
+        solved by one :func:`~.maxmin.maxmin_rates` pass, labelled by component (each at its
+        own pace, so the rates of solving them one by one, bit for bit). Components above
+        ``_WALK`` flows are left to numpy sweeps."""
         on_link = self._on_link
         n_on = self._n_on
         lmark = self._lmark
-        lidx = self._lidx
-        cap = self._capl
         st = self._st
         # One stamp for the whole recomputation: components are disjoint, so a walk never
         # meets a flow or link of an earlier one.
         stamp = self._stamp = self._stamp + 1
-        margin = 1.0 + _MARGIN
-        inf = math.inf
         fl: list[_Flow] = []  # the flows walked, component after component
-        idx: list[int] = []  # their links (CSR entries), numbered in this recomputation
-        ptr = [0]
-        rc: list[float] = []  # the capacity of each link numbered
         sizes: list[int] = []  # flows per component walked
         big: list[np.ndarray] = []
         touched = 0
@@ -381,41 +377,18 @@ class FlowSolver(Entity):
                 continue
             k0 = len(fl)
             lim = k0 + _WALK
-            r0 = len(rc)
-            if n_on[seed] > 1:
-                lmark[seed] = stamp
-                lidx[seed] = r0
-                rc.append(cap[seed])
+            lmark[seed] = stamp
             stack = [s]
             while stack:
                 for f in stack.pop():
-                    if f.mark == stamp:
-                        continue
-                    f.mark = stamp
-                    fl.append(f)
-                    pc = sc = inf
-                    for l in f.route:
-                        c = n_on[l]
-                        if c == 1:  # private: only its narrowest may count (see _walk)
-                            c = cap[l]
-                            if c < pc:
-                                pc = c
-                            continue
-                        if lmark[l] == stamp:
-                            idx.append(lidx[l])
-                            c = cap[l]
-                        else:
-                            lmark[l] = stamp
-                            lidx[l] = x = len(rc)
-                            idx.append(x)
-                            rc.append(c := cap[l])
-                            stack.append(on_link[l])
-                        if c < sc:
-                            sc = c
-                    if pc <= sc * margin:
-                        idx.append(len(rc))
-                        rc.append(pc)
-                    ptr.append(len(idx))
+                    if f.mark != stamp:
+                        f.mark = stamp
+                        fl.append(f)
+                        for l in f.route:
+                            if lmark[l] != stamp:
+                                lmark[l] = stamp
+                                if n_on[l] > 1:  # (a private link has only f)
+                                    stack.append(on_link[l])
                 if len(fl) > lim:
                     break
             else:
@@ -425,9 +398,8 @@ class FlowSolver(Entity):
                 if n > top:
                     top = n
                 continue
-            # Too large to walk: its problem is dropped, numpy sweeps find it whole.
-            del fl[k0:], ptr[k0 + 1:], rc[r0:]
-            del idx[ptr[-1]:]
+            # Too large to walk: numpy sweeps find it whole.
+            del fl[k0:]
             rows = self._sweep(seed)
             big.append(rows)
             row = self._row
@@ -442,11 +414,41 @@ class FlowSolver(Entity):
         st.recomputes += len(sizes) + len(big)
         if fl:
             label = np.repeat(np.arange(len(sizes)), sizes)
-            rates = maxmin_rates(np.array(ptr, dtype=np.int64), np.array(idx, dtype=np.int64),
-                                 np.array(rc, dtype=np.float64), label)
+            rates = maxmin_rates(*self._problems(fl), label)
             self._set_rates(fl, rates.tolist(), now)
         if big:
             self._recompute_big(big, now)
+
+    def _problems(self, fl: list[_Flow]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The problem that :meth:`_walk` builds, for whole components (``fl``) at once, from
+        their rows of routes: (ptr, idx, cap) over link numbers of this call. As in the walk,
+        a flow crosses its shared links and, unless one of them is narrower by more than
+        ``_MARGIN``, its narrowest private link, a link of its own (a component holds every
+        flow on its links, so a link's count among ``fl`` is its count in the network)."""
+        nl = self._nl
+        m = len(fl)
+        sub = self._routes[np.fromiter((f.slot for f in fl), dtype=np.int64, count=m)]
+        cnt = np.bincount(sub.ravel(), minlength=nl + 1)
+        cnt[nl] = 0  # the padding
+        n = cnt[sub]
+        shared = n > 1
+        capm = self._capx[sub]
+        inf = math.inf
+        pc = np.where(n == 1, capm, inf).min(axis=1)
+        sc = np.where(shared, capm, inf).min(axis=1)
+        keep = pc <= sc * (1.0 + _MARGIN)
+        links = np.flatnonzero(cnt > 1)
+        k = len(links)
+        local = self._local
+        local[links] = np.arange(k)
+        loc = np.where(shared, local[sub], -1)
+        own = np.full((m, 1), -1, dtype=np.int64)
+        own[keep, 0] = np.arange(k, k + int(np.count_nonzero(keep)))
+        loc = np.concatenate([loc, own], axis=1)
+        ok = loc >= 0
+        ptr = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(ok.sum(axis=1), out=ptr[1:])
+        return ptr, loc[ok], np.concatenate([self._cap[links], pc[keep]])
 
     def _solve_small(self, got: tuple, now: float) -> None:
         """New rates for one component of at most ``_SMALL`` flows, found by :meth:`_walk`,
