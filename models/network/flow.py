@@ -354,8 +354,8 @@ class FlowSolver(Entity):
 
     def _recompute_batched(self, changed: set[int], now: float) -> None:
         """:meth:`_recompute` when many links changed (as at every boundary of a rate
-        quantum): walks that only find each component's flows (every link of a flow
-        followed, with no test of how many flows share it), then the problems of all the
+        quantum): walks that only find each component's flows (each link marked once, the
+        links of a single flow not followed), then the problems of all the
         components built together from the flows' rows of routes (:meth:`_problems`) and
         solved by one :func:`~.maxmin.maxmin_rates` pass, labelled by component (each at its
         own pace, so the rates of solving them one by one, bit for bit). Components above
