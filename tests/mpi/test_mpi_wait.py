@@ -28,8 +28,8 @@ def _phold(monkeypatch, mode: str, **patch):
     return comm, p, lp_digests(sim), st
 
 
-@pytest.mark.parametrize("patch", [{}, {"max_batch": 0}, {"one_node_max": 1}],
-                         ids=["sockets", "large-batches-via-mpi", "meet-then-mpi"])
+@pytest.mark.parametrize("patch", [{}, {"max_batch": 0}, {"max_batch": 150}, {"one_node_max": 1}],
+                         ids=["sockets", "large-batches-via-mpi", "some-ranks-over-the-limit", "meet-then-mpi"])
 def test_blocking_wait_gives_the_sequential_events(monkeypatch, patch):
     from pdes.examples.phold import lp_digests, run
 
