@@ -47,7 +47,6 @@ counts of jobs that ran, were rejected or killed, and the time series describe t
 from __future__ import annotations
 
 import csv
-import heapq
 import math
 import os
 from dataclasses import asdict, dataclass, field, fields
@@ -287,42 +286,54 @@ def _loss_of_capacity(submit: np.ndarray, start: np.ndarray, end: np.ndarray, no
     # Events: (time, kind, job); at one instant all are applied before the interval is read.
     times = np.concatenate([submit, start, end])
     kinds = np.concatenate([np.zeros(n, np.int8), np.ones(n, np.int8), np.full(n, 2, np.int8)])
-    idx = np.concatenate([np.arange(n)] * 3)
     order = np.lexsort((kinds, times))
-    times_l = times[order].tolist()
-    kinds_l = kinds[order].tolist()
-    idx_l = idx[order].tolist()
-    nodes_l = nodes.tolist()
-    waiting_heap: list[tuple[int, int]] = []  # (nodes, job) with lazy deletion
-    started = bytearray(n)
-    busy = 0
-    lost = 0.0
-    m = len(times_l)
-    k = 0
-    while k < m:
-        t = times_l[k]
-        while k < m and times_l[k] == t:
-            kind = kinds_l[k]
-            j = idx_l[k]
-            if kind == 0:
-                heapq.heappush(waiting_heap, (nodes_l[j], j))
-            elif kind == 1:
-                started[j] = 1
-                busy += nodes_l[j]
-            else:
-                busy -= nodes_l[j]
-            k += 1
-        while waiting_heap and started[waiting_heap[0][1]]:
-            heapq.heappop(waiting_heap)
-        if k < m and waiting_heap:
-            idle = n_nodes - busy
-            if idle > 0 and waiting_heap[0][0] <= idle:
-                # Only the part inside [t0, t1] counts (a trimmed run measures a window).
-                lo = t if t > t0 else t0
-                hi = times_l[k] if times_l[k] < t1 else t1
-                if hi > lo:
-                    lost += idle * (hi - lo)
+    t = times[order]
+    nodes = np.asarray(nodes, dtype=np.int64)
+    busy = np.cumsum(np.concatenate([np.zeros(n, np.int64), nodes, -nodes])[order])
+    # The instants: the last event of each is where the interval to the next one is read.
+    last = np.empty(len(t), dtype=bool)
+    last[:-1] = t[1:] != t[:-1]
+    last[-1] = True
+    group = np.cumsum(last) - last  # the instant of each event, 0-based
+    ends = np.flatnonzero(last)
+    g = len(ends)
+    idle = n_nodes - busy[ends]
+    # A job waits from the instant of its submission to (not including) that of its start.
+    at = np.empty(3 * n, dtype=np.int64)
+    at[order] = group
+    least = _interval_min(at[:n], at[n : 2 * n], nodes, g)
+    when = t[ends]
+    lo = np.maximum(when[:-1], t0)
+    hi = np.minimum(when[1:], t1)
+    counts = (idle[:-1] > 0) & (least[:-1] <= idle[:-1]) & (hi > lo)
+    if not counts.any():
+        return 0.0
+    # add.accumulate sums in order, as the event walk did (np.sum would sum pairwise).
+    lost = float(np.add.accumulate(idle[:-1][counts] * (hi[counts] - lo[counts]))[-1])
     return lost / (n_nodes * span)
+
+
+def _interval_min(a: np.ndarray, b: np.ndarray, values: np.ndarray, g: int) -> np.ndarray:
+    """For each of ``g`` points, the least of ``values[j]`` over the ``j`` with ``a[j] <=
+    point < b[j]`` (a large sentinel where none): each interval is covered by two blocks of
+    a power-of-two length, recorded in a sparse table that is then pushed down level by
+    level."""
+    big = np.iinfo(np.int64).max
+    keep = b > a
+    a, b, values = a[keep], b[keep], values[keep]
+    if len(a) == 0:
+        return np.full(g, big, dtype=np.int64)
+    level = np.frexp((b - a).astype(np.float64))[1] - 1  # floor(log2(length)), exact
+    top = int(level.max())
+    table = np.full((top + 1, g), big, dtype=np.int64)
+    np.minimum.at(table, (level, a), values)
+    np.minimum.at(table, (level, b - (np.int64(1) << level)), values)
+    for k in range(top, 0, -1):
+        h = 1 << (k - 1)
+        row = table[k, : g - h]
+        np.minimum(table[k - 1, : g - h], row, out=table[k - 1, : g - h])
+        np.minimum(table[k - 1, h:], row, out=table[k - 1, h:])
+    return table[0]
 
 
 def size_classes(nodes: np.ndarray) -> tuple[np.ndarray, list[str]]:
