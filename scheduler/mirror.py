@@ -96,6 +96,11 @@ class QueueMirror:
         """Positions ``>= lo`` of the jobs that fit ``free`` nodes and either end by
         ``end_by`` (``now + estimate <= end_by``) or fit ``extra`` nodes: EASY's backfill
         candidates, in queue order."""
+        return self.backfill_index(lo, free, end_by, now, extra).tolist()
+
+    def backfill_index(self, lo: int, free: int, end_by: float, now: float, extra: int) -> np.ndarray:
+        """:meth:`backfill_rows` as an array (a pass usually tries only the first few, and
+        turning hundreds of positions into a list cost more than finding them)."""
         buf = self._buf
         a = self.lo + lo
         b = self.lo + self.n
@@ -108,7 +113,7 @@ class QueueMirror:
         idx = ok.nonzero()[0]
         if lo:
             idx += lo
-        return idx.tolist()
+        return idx
 
     @property
     def nodes(self) -> np.ndarray:

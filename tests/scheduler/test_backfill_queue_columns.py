@@ -159,19 +159,33 @@ def test_asking_the_columns_again_after_each_failed_candidate_changes_nothing(mo
     # _REQUERY = 1: the candidates are recomputed after every candidate that does not start.
     jobs = loaded()
     asked = []
-    rows = bf_mod.Easy._rows
+    index = bf_mod.Easy._index
 
     def counted(self, *args):
         asked.append(args[1])
-        return rows(self, *args)
+        return index(self, *args)
 
-    monkeypatch.setattr(bf_mod.Easy, "_rows", counted)
+    monkeypatch.setattr(bf_mod.Easy, "_index", counted)
     usual = simulate(jobs, n_nodes=64, ordering=order, backfill=backfill)
     n_usual = len(asked)
     monkeypatch.setattr(bf_mod, "_REQUERY", 1)
     eager = simulate(jobs, n_nodes=64, ordering=order, backfill=backfill)
     assert starts(eager) == starts(usual)
     assert len(asked) - n_usual > n_usual + 20  # the columns were asked again, often
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5])
+@pytest.mark.parametrize("backfill", ["easy", "easy-sjbf"])
+def test_candidates_listed_a_few_at_a_time_change_nothing(monkeypatch, backfill, chunk):
+    # The candidate array is turned into a list _CHUNK rows at a time; tiny chunks (and
+    # asking again after each miss, so that a chunk runs out between asks) give the same starts.
+    jobs = loaded()
+    usual = simulate(jobs, n_nodes=64, backfill=backfill)
+    monkeypatch.setattr(bf_mod, "_CHUNK", chunk)
+    small = simulate(jobs, n_nodes=64, backfill=backfill)
+    assert starts(small) == starts(usual)
+    monkeypatch.setattr(bf_mod, "_REQUERY", 3)
+    assert starts(simulate(jobs, n_nodes=64, backfill=backfill)) == starts(usual)
 
 
 @pytest.mark.parametrize("backfill", ["easy", "easy-sjbf", "conservative", "none"])
