@@ -72,7 +72,20 @@ def build(scale: str, nbytes: str, rpn: int, seeds: int, network: str):
 def main(argv: list[str] | None = None) -> int:
     ap = h.parser(__doc__, scales=True)
     ap.add_argument("--network", default="flow", choices=("flow", "packet"), help="network model (default flow)")
+    ap.add_argument("--messages", default=",".join(NBYTES),
+                    help=f"message sizes to sweep, a subset of {','.join(NBYTES)} (default: both)")
+    ap.add_argument("--ranks-per-node", default=",".join(map(str, RPN)),
+                    help=f"ranks per node to sweep, a subset of {','.join(map(str, RPN))} (default: both)")
     args = ap.parse_args(argv)
+    messages = tuple(x.strip() for x in args.messages.split(",") if x.strip())
+    if not messages or any(x not in NBYTES for x in messages):
+        ap.error(f"--messages {args.messages!r}: valid: {', '.join(NBYTES)} (comma-separated)")
+    try:
+        rpns = tuple(int(x) for x in args.ranks_per_node.split(",") if x.strip())
+    except ValueError:
+        rpns = ()
+    if not rpns or any(x not in RPN for x in rpns):
+        ap.error(f"--ranks-per-node {args.ranks_per_node!r}: valid: {', '.join(map(str, RPN))} (comma-separated)")
     t0 = time.perf_counter()
     c = h.comm()
     sc, (dims, ranks, iters, n_seeds, jobs) = h.scaled(args, SCALES)
@@ -80,13 +93,13 @@ def main(argv: list[str] | None = None) -> int:
     out = h.out_dir(args, c)
     m = machine(sc)
     what = (f"{m.name} torus {'x'.join(map(str, dims))} x 2 nodes = {m.n_nodes} nodes, even-odd jobs of {ranks} ranks, "
-            f"{iters} iterations, {len(jobs)} job counts ({jobs[0]}..{jobs[-1]}), messages {' / '.join(NBYTES)}, "
-            f"{' / '.join(map(str, RPN))} ranks per node, {seeds} seeds, {args.network} network")
+            f"{iters} iterations, {len(jobs)} job counts ({jobs[0]}..{jobs[-1]}), messages {' / '.join(messages)}, "
+            f"{' / '.join(map(str, rpns))} ranks per node, {seeds} seeds, {args.network} network")
     h.say_setup(c, sc, what, "Cielo 16x12x24 x 2 = 9,216 nodes, jobs of 1,024 ranks, 10 iterations")
     if args.dry_run:
         rows = []
-        for rpn in RPN:
-            st = build(sc, NBYTES[0], rpn, seeds, args.network)
+        for rpn in rpns:
+            st = build(sc, messages[0], rpn, seeds, args.network)
             nodes = -(-ranks // rpn)
             rows.append([rpn, nodes, jobs[-1] * nodes, f"{jobs[-1] * nodes / m.n_nodes:.1%}", len(st.runs())])
         h.say(c, "", "dry run: per message size", h.table(rows, ["ranks/node", "nodes/job", "nodes at 9 jobs",
@@ -96,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     from simhpc.studies import run_study
 
     configs, rows = {}, []
-    for nb in NBYTES:
-        for rpn in RPN:
+    for nb in messages:
+        for rpn in rpns:
             t = time.process_time()
             res = run_study(build(sc, nb, rpn, seeds, args.network), comm=c)
             cpu = time.process_time() - t
