@@ -95,6 +95,14 @@ def test_mirror_keeps_rows_when_the_head_leaves_and_returns():
             want = [i for i in range(lo, len(model)) if model[i][0] <= 32]
             assert m.backfill_rows(lo, 32, 0.0, 0.0, 32) == want
 
+        if model:
+            lo = rng.randrange(len(model))
+            now, end_by = rng.uniform(0, 1e6), rng.uniform(0, 2e6)
+            free, extra = rng.randrange(1, 80), rng.randrange(0, 80)
+            want = [i for i in range(lo, len(model))
+                    if model[i][0] <= free and (model[i][0] <= extra or now + model[i][1] <= end_by)]
+            assert m.backfill_rows(lo, free, end_by, now, extra) == want
+
 
 class _Checked(Easy):
     """EASY that checks, at every pass, that the columns (kept while the queue is long)
