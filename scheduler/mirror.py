@@ -8,6 +8,7 @@ loop over every job at every pass.
 
 from __future__ import annotations
 
+from math import inf as _INF, nextafter
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -108,8 +109,17 @@ class QueueMirror:
         if extra >= free:
             ok = nodes <= free
         else:
-            ok = nodes <= extra
-            ok |= (nodes <= free) & (buf[1, a:b] + now <= end_by)
+            # The latest estimate that ends by end_by: e, when now + e <= end_by holds for e
+            # and not for the next float up, as floats add (rounding is monotone, so then an
+            # estimate ends by end_by exactly when it is <= e). Usually so: one comparison on
+            # the column instead of an addition and a comparison.
+            e = end_by - now
+            if e + now <= end_by < nextafter(e, _INF) + now:
+                ends = buf[1, a:b] <= e
+            else:
+                ends = buf[1, a:b] + now <= end_by
+            # Each row's node limit: free if it ends by end_by, else extra (< free).
+            ok = nodes <= np.where(ends, float(free), float(extra))
         idx = ok.nonzero()[0]
         if lo:
             idx += lo

@@ -10,6 +10,7 @@ benchmarks, on workloads whose queues grow to hundreds of jobs.
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -102,6 +103,26 @@ def test_mirror_keeps_rows_when_the_head_leaves_and_returns():
             want = [i for i in range(lo, len(model))
                     if model[i][0] <= free and (model[i][0] <= extra or now + model[i][1] <= end_by)]
             assert m.backfill_rows(lo, free, end_by, now, extra) == want
+
+
+
+def test_backfill_rows_end_by_exactly_as_floats_add():
+    # now + estimate <= end_by, decided as floats add, also where the sum rounds: large
+    # clocks, estimates a few ulps either side of end_by - now, an infinite shadow time.
+    rng = random.Random(11)
+    for _ in range(400):
+        now = rng.choice([rng.uniform(0, 1e8), float(rng.randrange(10**9)), rng.random(), 1e9 + 0.1])
+        end_by = now + rng.choice([rng.uniform(0, 1e5), 0.0, float(rng.randrange(86400)), rng.random() * 1e-6])
+        if rng.random() < 0.05:
+            end_by = math.inf
+        e = end_by - now if end_by != math.inf else 1e6
+        ests = [e, math.nextafter(e, math.inf), math.nextafter(e, 0.0), e * (1 + 1e-15), e * (1 - 1e-15),
+                e + 1.0, max(e - 1.0, 0.0), 0.0] + [rng.uniform(0, 2 * e + 1) for _ in range(8)]
+        m = QueueMirror(capacity=4)
+        for i, est in enumerate(ests):
+            m.insert(i, rng.randint(1, 8), est, i)
+        want = [i for i, est in enumerate(ests) if m.nodes[i] <= 6 and (m.nodes[i] <= 2 or now + est <= end_by)]
+        assert m.backfill_rows(0, 6, end_by, now, 2) == want
 
 
 class _Checked(Easy):
