@@ -57,8 +57,9 @@ def requested_mode() -> str:
     return check_choice(WAIT_VAR, raw, WAIT_MODES, error=ConfigError)
 
 
-#: The most ranks whose whole window table travels through the node meeting (32 bytes per
-#: pair of ranks in one datagram); more, or ranks on several nodes, meet and then use MPI.
+#: The most ranks that exchange their window entries and batches rank to rank through the
+#: node meeting (each sends one datagram to every other per window); more, or ranks on
+#: several nodes, meet and then use MPI.
 ONE_NODE_MAX_RANKS = 32
 #: Non-blocking looks for a datagram, with ``sched_yield`` between them, before a waiting
 #: rank sleeps in ``recv``.
@@ -210,8 +211,8 @@ def node_meeting(comm: Any) -> tuple[NodeMeeting | None, bool]:
         token = node.bcast(os.urandom(8).hex() if node.rank == 0 else None, root=0)
         meeting = NodeMeeting(node, token)
         node.Barrier()  # every socket is bound before anyone sends
-        # The rows carry the whole window table (32 bytes per pair of ranks) in one datagram
-        # only while it stays small; larger runs meet with empty rows, then use MPI.
+        # Ranks meet rank to rank (meet) only while each window's datagrams stay few; larger
+        # runs meet with empty rows (rows), then use MPI.
         one_node = node.size == comm.size and comm.size <= ONE_NODE_MAX_RANKS
         return meeting, one_node
     finally:

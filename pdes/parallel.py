@@ -221,12 +221,11 @@ class WindowExchange:
             # rank's batches are small enough for the sockets, its batch for it.
             got4, batches = meeting.meet([(len(b), local_min, total, err) for b in payloads],
                                          payloads if total <= MAX_SOCKET_BATCH else None)
-            tmin = min([g[1] for g in got4])
             if not any([g[3] for g in got4]) and max([g[2] for g in got4]) <= MAX_SOCKET_BATCH:
                 # No failure, and every rank's batches came with its entry (every rank sees the
                 # same entries, so every rank takes this path).
                 self.bytes_sent += total
-                return tmin, False, 0, [b for b in batches if b]
+                return min([g[1] for g in got4]), False, 0, [b for b in batches if b]
             got = tuple(x for g in got4 for x in g)
         else:
             vals: list[float] = []
@@ -234,11 +233,8 @@ class WindowExchange:
                 vals += (len(b), local_min, total, err)
             fmt = self._fmt
             fmt.pack_into(self._meta_send, 0, *vals)
-        if meeting is None:
-            self.comm.Alltoall(self._spec_send, self._spec_recv)
-            got = fmt.unpack_from(self._meta_recv)
-        elif not self.one_node:
-            meeting.rows(b"")
+            if meeting is not None:
+                meeting.rows(b"")  # the node's ranks have all arrived before the collective
             self.comm.Alltoall(self._spec_send, self._spec_recv)
             got = fmt.unpack_from(self._meta_recv)
         tmin = min(got[1::4])
