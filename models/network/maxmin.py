@@ -87,49 +87,25 @@ def maxmin_small(routes: Sequence[Sequence[int]], cap: Sequence[float]) -> list[
     link ``l``'s capacity. The arithmetic is that of :func:`maxmin_rates`, operation for
     operation (numpy's float64 operations are Python's float operations), so the rates are
     the same bit for bit; without numpy's fixed cost per call, a component of a few flows
-    costs a few microseconds instead of a few hundred.
+    costs a few microseconds instead of a few hundred. The links are numbered for this call
+    and solved by :func:`maxmin_local`.
     """
-    n: dict[int, int] = {}
-    for r in routes:
-        for l in r:
-            n[l] = n.get(l, 0) + 1
-    rc = {l: float(cap[l]) for l in n}
-    rate = [0.0] * len(routes)
-    active: Sequence[int] = range(len(routes))
-    level = 0.0
-    tie = 1.0 + _TIE
-    while active:
-        share = {l: rc[l] / c for l, c in n.items()}
-        delta = min(share.values())
-        level += delta
-        lim = delta * tie
-        sat = set()
-        for l, c in n.items():
-            rc[l] -= c * delta
-            if share[l] <= lim:
-                sat.add(l)
-        still = []
-        for i in active:
-            r = routes[i]
-            for l in r:
-                if l in sat:
-                    break
-            else:
-                still.append(i)
-                continue
-            rate[i] = level
-            for l in r:
-                c = n[l] - 1
-                if c:
-                    n[l] = c
-                else:
-                    del n[l]
-        active = still
-    return rate
+    if not routes:
+        return []
+    num: dict[int, int] = {}
+    local = [[num.setdefault(l, len(num)) for l in r] for r in routes]
+    n = [0] * len(num)
+    for r in local:
+        for x in r:
+            n[x] += 1
+    rc = [0.0] * len(num)
+    for l, x in num.items():
+        rc[x] = float(cap[l])
+    return maxmin_local(local, n, rc)
 
 
 def maxmin_local(routes: Sequence[Sequence[int]], n: list[int], rc: list[float]) -> list[float]:
-    """:func:`maxmin_small` over links numbered ``0..k-1`` for this call alone.
+    """Max-min fair rates (those of :func:`maxmin_rates`) over links numbered ``0..k-1``.
 
     ``routes[f]`` are the local numbers of the links flow ``f`` crosses (at least one, none
     twice), ``n[i]`` the number of flows crossing link ``i`` (used up) and ``rc[i]`` its
