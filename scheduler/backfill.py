@@ -359,20 +359,14 @@ class Easy(BackfillPolicy):
                 job = queue[r]
                 size = job.nodes
                 if size <= free and job.status is _QUEUED:
-                    if now + job.estimate <= shadow:
+                    # Ends by the shadow time, or else takes only extra nodes.
+                    short = now + job.estimate <= shadow
+                    if short or size <= extra:
                         nodes = alloc.select(job, state)
                         if nodes is not None:
                             sched.start_job(job, nodes)
-                            free = state.n_free
-                            if free == 0:
-                                return
-                            misses = 0
-                            continue
-                    elif size <= extra:
-                        nodes = alloc.select(job, state)
-                        if nodes is not None:
-                            sched.start_job(job, nodes)
-                            extra -= size
+                            if not short:
+                                extra -= size
                             free = state.n_free
                             if free == 0:
                                 return
