@@ -18,18 +18,36 @@ of each median to the baseline (``firstfree`` on the same machine, loaded the sa
 
     python scripts/bench_allocators.py              # all cases
     python scripts/bench_allocators.py --probes 50  # quicker
+
+``--fattree-study`` instead times whole replays of the Jigsaw study (``repro_jigsaw.py``:
+FCFS + EASY on a full 3-level fat-tree, one synthetic workload) with the ``t123``,
+``t123-whole-pods`` and ``jigsaw`` allocators, each replay in a child process (CPU user+sys
+and wall of the replay alone). With ``--baseline-tree PATH`` (another checkout, e.g. ``git
+worktree add /tmp/base HEAD``) every configuration runs in both trees, alternating, and the
+script checks that the two give the same schedule (a hash over every job's start, end and
+nodes) and reports the median CPU of each and their ratio:
+
+    python scripts/bench_allocators.py --fattree-study --baseline-tree /tmp/base --rounds 3 \\
+        --configs 16:16:t123:0:2000,16:16:jigsaw:0:2000
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import json
+import os
+import resource
+import subprocess
+import sys
 import time
 
 import numpy as np
 
 import harness as h
-from models.presets import get_machine
-from scheduler.allocators import make_allocator
-from scheduler.job import Job
+
+# The simulator's packages are imported inside the functions: a child replay run for
+# --baseline-tree puts that tree first on sys.path before any of them is imported.
 
 CASES = {
     "cab": [
@@ -46,7 +64,9 @@ CASES = {
 }
 
 
-def make_job(jid: int, n: int) -> Job:
+def make_job(jid: int, n: int):
+    from scheduler.job import Job
+
     return Job(job_id=jid, job_size=int(n), submit_time=0.0, request_time=1.0, run_time=1.0)
 
 
@@ -109,10 +129,25 @@ def measure(alloc, st, probes: int, seed: int) -> dict:
 
 
 def main() -> int:
-    ap = h.parser(__doc__, seed=1)
+    ap = h.parser(__doc__, seed=1, rounds=3)
     ap.add_argument("--probes", type=int, default=200, help="probe jobs per case (default 200)")
     ap.add_argument("--load", type=float, default=0.75, help="busy fraction to load each machine to (default 0.75)")
+    ap.add_argument("--fattree-study", action="store_true",
+                    help="time whole Jigsaw-study replays of the fat-tree isolating allocators instead")
+    ap.add_argument("--configs", default=",".join(STUDY_CONFIGS),
+                    help="--fattree-study: radix:mean size:allocator label:seed:jobs, comma-separated")
+    ap.add_argument("--baseline-tree", default=None, metavar="PATH",
+                    help="--fattree-study: run every configuration in this checkout too and compare")
+    ap.add_argument("--replay", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--tree", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.replay:
+        return replay_child(args.replay, args.tree)
+    if args.fattree_study:
+        return fattree_study(args)
+    from models.presets import get_machine
+    from scheduler.allocators import make_allocator
+
     rows = []
     print(f"{'machine':10s} {'allocator':16s} {'nodes':>6s} {'busy':>5s} {'fits':>5s} "
           f"{'select med':>11s} {'p95':>9s} {'x firstfree':>11s} {'copy med':>9s}")
@@ -131,6 +166,103 @@ def main() -> int:
     h.emit({"benchmark": "bench_allocators", "baseline": "firstfree", "probes": args.probes, "load": args.load,
             "cases": rows})
     return 0
+
+
+# ------------------------------------------------------------------ fat-tree study replays
+#: radix:mean job size:allocator label (repro_jigsaw.ALLOCATORS):seed:jobs
+STUDY_CONFIGS = ("16:16:t123:0:2000", "16:16:t123-whole-pods:0:2000", "16:16:jigsaw:0:2000")
+
+
+def parse_config(text: str) -> tuple[int, float, str, int, int]:
+    try:
+        radix, mean, label, seed, jobs = text.split(":")
+        return int(radix), float(mean), label, int(seed), int(jobs)
+    except ValueError:
+        sys.exit(f"bench_allocators: --configs entry {text!r} is not radix:mean:allocator:seed:jobs")
+
+
+def schedule_hash(jobs) -> str:
+    """sha256 over (job id, start, end, sorted nodes) of every job, in job id order."""
+    d = hashlib.sha256()
+    for j in sorted(jobs, key=lambda j: j.job_id):
+        nodes = np.zeros(0, np.int64) if j.assigned_nodes is None else np.sort(np.asarray(j.assigned_nodes, np.int64))
+        d.update(repr((j.job_id, j.start_time, j.end_time, len(nodes))).encode())
+        d.update(nodes.tobytes())
+    return d.hexdigest()
+
+
+def replay_child(config: str, tree: str | None) -> int:
+    """One replay (in this process); prints its CPU, wall and schedule hash as JSON."""
+    if tree:
+        sys.path.insert(0, os.path.abspath(tree))
+    import repro_jigsaw as rj
+    import scheduler
+    from scheduler.lifecycle import simulate
+
+    radix, mean, label, seed, n_jobs = parse_config(config)
+    _, alloc, opts = next((a for a in rj.ALLOCATORS if a[0] == label), (None, None, None))
+    if alloc is None:
+        sys.exit(f"bench_allocators: unknown allocator label {label!r}; valid: {', '.join(a[0] for a in rj.ALLOCATORS)}")
+    topo = rj.topology(radix)
+    jobs = rj.workload(topo.n_nodes, mean, n_jobs, seed)
+    r0, w0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    res = simulate(jobs, n_nodes=topo.n_nodes, topology=topo, allocator=alloc, allocator_options=opts,
+                   ordering="fcfs", backfill="easy", seed=seed)
+    w1, r1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    h.emit({"config": config, "cpu_s": cpu, "wall_s": w1 - w0, "hash": schedule_hash(res.jobs),
+            "jobs": len(res.jobs), "package": os.path.dirname(os.path.dirname(scheduler.__file__))})
+    return 0
+
+
+def fattree_study(args) -> int:
+    configs = [c for c in args.configs.split(",") if c]
+    for c in configs:
+        parse_config(c)
+    trees = [("new", None)]
+    if args.baseline_tree:
+        base = os.path.abspath(args.baseline_tree)
+        if not os.path.isfile(os.path.join(base, "scheduler", "allocators", "isolating.py")):
+            sys.exit(f"bench_allocators: --baseline-tree {args.baseline_tree}: no scheduler/allocators/isolating.py there")
+        trees.append(("baseline", base))
+    runs: dict = {}
+    for c in configs:
+        for r in range(args.rounds):
+            # Alternate which tree goes first, so drift in the machine's load hits both alike.
+            for name, tree in (trees if r % 2 == 0 else trees[::-1]):
+                cmd = [sys.executable, os.path.abspath(__file__), "--replay", c] + (["--tree", tree] if tree else [])
+                out = h.run_json(cmd, script="bench_allocators")
+                runs.setdefault((c, name), []).append(out)
+                print(f"  {c} {name:8s} round {r}: cpu {out['cpu_s']:.2f} s wall {out['wall_s']:.2f} s "
+                      f"{out['hash'][:12]}", file=sys.stderr)
+    rows, figures, same_all = [], [], True
+    for c in configs:
+        new = runs[(c, "new")]
+        hashes = {o["hash"] for o in new}
+        fig = {"config": c, "cpu_s": h.r4(h.median(o["cpu_s"] for o in new)),
+               "wall_s": h.r4(h.median(o["wall_s"] for o in new)), "hash": new[0]["hash"],
+               "deterministic": len(hashes) == 1}
+        row = [c, f"{fig['cpu_s']:.2f}", f"{fig['wall_s']:.2f}"]
+        if args.baseline_tree:
+            old = runs[(c, "baseline")]
+            same = hashes == {o["hash"] for o in old}
+            same_all &= same
+            fig.update(baseline_cpu_s=h.r4(h.median(o["cpu_s"] for o in old)),
+                       baseline_wall_s=h.r4(h.median(o["wall_s"] for o in old)), same_schedule=same)
+            fig["speedup_cpu"] = h.r4(h.ratio(fig["baseline_cpu_s"], fig["cpu_s"]))
+            row = [c, f"{fig['baseline_cpu_s']:.2f}", f"{fig['cpu_s']:.2f}", f"{fig['speedup_cpu']:.2f}",
+                   f"{fig['baseline_wall_s']:.2f}", f"{fig['wall_s']:.2f}", "yes" if same else "NO"]
+        rows.append(row)
+        figures.append(fig)
+    heads = (["radix:mean:allocator:seed:jobs", "base CPU (s)", "new CPU (s)", "speedup", "base wall (s)",
+              "new wall (s)", "same schedule"] if args.baseline_tree else
+             ["radix:mean:allocator:seed:jobs", "CPU (s)", "wall (s)"])
+    print(f"Jigsaw-study replays (FCFS + EASY), medians of {args.rounds} rounds per tree")
+    print(h.table(rows, heads))
+    h.emit({"benchmark": "bench_allocators", "mode": "fattree_study", "rounds": args.rounds,
+            "baseline_tree": args.baseline_tree, "all_same_schedule": same_all if args.baseline_tree else None,
+            "cases": figures})
+    return 0 if same_all else 1
 
 
 if __name__ == "__main__":
