@@ -65,6 +65,7 @@ from ..errors import SchedulerError, UserError
 from ..job import Job
 from .base import OptionsAllocator, Placement, PlacementState, check_choice, placement_info
 from .interface import AllocState
+from .memo import MemoState, SelectMemo
 from .registry import register_allocator
 
 __all__ = [
@@ -136,7 +137,7 @@ class T123Info:
     pods: tuple[int, ...]
 
 
-class T123State(PlacementState):
+class T123State(MemoState):
     """Occupancy plus ``leaf_claim`` (the T2/T3 job on each leaf, -1), ``pod_owner`` (the T3
     job owning each pod, -1) and ``pod_t2_jobs`` (how many T2 jobs each pod holds)."""
 
@@ -167,6 +168,7 @@ class T123Allocator(OptionsAllocator):
         self.tree = _TreeShape(self.topology)
         self.t3_rule = check_choice(self.name, "t3_rule", t3_rule, self.T3_RULES)
         self.strict = self.t3_rule == "whole-pods"
+        self.memo = SelectMemo()
 
     def job_type(self, n: int) -> int:
         """1, 2 or 3 for an ``n``-node job."""
@@ -185,15 +187,31 @@ class T123Allocator(OptionsAllocator):
         if n > state.n_free:
             return None
         st: T123State = state  # type: ignore[assignment]
+        entry = st.memo_entry
+        if entry is None:
+            # select reads only these masks (and n): an answer given before is the answer.
+            entry = st.memo_entry = self.memo.entry(st.free, st.leaf_claim == -1, st.pod_owner == -1,
+                                                    st.pod_t2_jobs == 0)
+        found = entry.by_size.get(n, _UNKNOWN)
+        if found is _UNKNOWN:
+            view = entry.view
+            if view is None:
+                view = entry.view = _T123View(self.tree, st.free)
+            found = entry.by_size[n] = self._select(n, st, view)
+        # A copy, so that no two jobs ever share one placement object.
+        return None if found is None else found.copy()
+
+    def _select(self, n: int, st: T123State, view: "_T123View") -> Placement | None:
+        """The placement of an ``n``-node job on ``st`` (``view``: what the state gives every size)."""
         tree = self.tree
         free = st.free
-        leaf_free = tree.free_per_leaf(free)
-        pod_free = leaf_free.reshape(tree.n_pods, tree.leaves_per_pod).sum(axis=1)
+        leaf_free = view.leaf_free
+        pod_free = view.pod_free
         kind = self.job_type(n)
         if kind == 1:
-            candidates = leaf_free >= n
-            if not candidates.any():
+            if n > view.most_leaf_free:
                 return None
+            candidates = leaf_free >= n
             pod_has_candidate = candidates.reshape(tree.n_pods, tree.leaves_per_pod).any(axis=1)
             pod = _best_fit(pod_free, pod_has_candidate)
             leaves = np.arange(pod * tree.leaves_per_pod, (pod + 1) * tree.leaves_per_pod)
@@ -201,13 +219,17 @@ class T123Allocator(OptionsAllocator):
             nodes = tree.first_free(free, leaf, n)
             return Placement(nodes, T123Info(1, (), ()))
         if kind == 2:
-            eligible = st.leaf_claim == -1
-            if self.strict:
-                eligible &= np.repeat(st.pod_owner == -1, tree.leaves_per_pod)
-            eligible_free = np.where(eligible, leaf_free, 0).reshape(tree.n_pods, tree.leaves_per_pod)
-            fits = eligible_free.sum(axis=1) >= n
-            if not fits.any():
+            if view.t2_free is None:
+                eligible = st.leaf_claim == -1
+                if self.strict:
+                    eligible &= np.repeat(st.pod_owner == -1, tree.leaves_per_pod)
+                view.t2_free = np.where(eligible, leaf_free, 0).reshape(tree.n_pods, tree.leaves_per_pod)
+                view.t2_pod_free = view.t2_free.sum(axis=1)
+                view.t2_most = int(view.t2_pod_free.max())
+            if n > view.t2_most:
                 return None
+            eligible_free = view.t2_free
+            fits = view.t2_pod_free >= n
             pod = _best_fit(pod_free, fits)
             pod_eligible_free = eligible_free[pod]
             order = np.lexsort((np.arange(tree.leaves_per_pod), -pod_eligible_free))  # emptiest eligible leaves first
@@ -219,16 +241,19 @@ class T123Allocator(OptionsAllocator):
                     parts.append(tree.first_free(free, leaf, c))
                     used.append(leaf)
             return Placement(np.sort(np.concatenate(parts)), T123Info(2, tuple(sorted(used)), (pod,)))
-        eligible = st.pod_owner == -1
-        if self.strict:
-            eligible &= st.pod_t2_jobs == 0
-        # A T3 job uses the free nodes of the leaves no T2 job claims (all of them under the
-        # whole-pods rule, where its pods hold no T2 job).
-        leaf_free = np.where(st.leaf_claim == -1, leaf_free, 0)
-        pod_free = leaf_free.reshape(tree.n_pods, tree.leaves_per_pod).sum(axis=1)
-        eligible_free = np.where(eligible, pod_free, 0)
-        if eligible_free.sum() < n:
+        if view.t3_free is None:
+            eligible = st.pod_owner == -1
+            if self.strict:
+                eligible &= st.pod_t2_jobs == 0
+            # A T3 job uses the free nodes of the leaves no T2 job claims (all of them under the
+            # whole-pods rule, where its pods hold no T2 job).
+            view.t3_leaf_free = np.where(st.leaf_claim == -1, leaf_free, 0)
+            view.t3_free = np.where(eligible, view.t3_leaf_free.reshape(tree.n_pods, tree.leaves_per_pod).sum(axis=1), 0)
+            view.t3_total = int(view.t3_free.sum())
+        if view.t3_total < n:
             return None
+        leaf_free = view.t3_leaf_free
+        eligible_free = view.t3_free
         porder = np.lexsort((np.arange(tree.n_pods), -eligible_free))  # emptiest pods first
         cum = np.cumsum(eligible_free[porder])
         m = int(np.searchsorted(cum, n)) + 1
@@ -286,6 +311,7 @@ class T123Allocator(OptionsAllocator):
             st.leaf_claim[leaf_ids] = job.job_id
             st.pod_owner[pod_ids] = job.job_id
         st.placements[job.job_id] = info
+        st.forget()
 
     def release(self, job: Job, nodes: np.ndarray, state: AllocState) -> None:
         st: T123State = state  # type: ignore[assignment]
@@ -301,6 +327,7 @@ class T123Allocator(OptionsAllocator):
         elif info.kind == 3:
             st.leaf_claim[leaf_ids] = -1
             st.pod_owner[pod_ids] = -1
+        st.forget()
 
     def block(self, placements: "Sequence[tuple[Job, np.ndarray]]", state: AllocState) -> None:
         """Hold, in ``state``, the nodes and the leaf/pod claims of each placement (a union)."""
@@ -316,6 +343,27 @@ class T123Allocator(OptionsAllocator):
             elif info.kind == 3:
                 st.leaf_claim[leaf_ids] = np.where(st.leaf_claim[leaf_ids] == -1, job.job_id, st.leaf_claim[leaf_ids])
                 st.pod_owner[pod_ids] = np.where(st.pod_owner[pod_ids] == -1, job.job_id, st.pod_owner[pod_ids])
+        st.forget()
+
+
+_UNKNOWN = object()
+
+
+class _T123View:
+    """What t123's select derives from one state for jobs of any size: free nodes per leaf
+    and per pod and the most a T1 job can have; for T2 jobs (on first need) the eligible
+    leaves' free nodes, per pod and the most of one pod; for T3 jobs the free nodes of
+    unclaimed leaves, of eligible pods and in all."""
+
+    __slots__ = ("leaf_free", "pod_free", "most_leaf_free", "t2_free", "t2_pod_free", "t2_most",
+                 "t3_leaf_free", "t3_free", "t3_total")
+
+    def __init__(self, tree: _TreeShape, free: np.ndarray):
+        self.leaf_free = tree.free_per_leaf(free)
+        self.pod_free = self.leaf_free.reshape(tree.n_pods, tree.leaves_per_pod).sum(axis=1)
+        self.most_leaf_free = int(self.leaf_free.max())
+        self.t2_free = self.t2_pod_free = self.t3_leaf_free = self.t3_free = None
+        self.t2_most = self.t3_total = 0
 
 
 def _greedy(capacity: np.ndarray, n: int) -> np.ndarray:
@@ -363,7 +411,7 @@ def _pairs(rows: np.ndarray, ports: np.ndarray) -> np.ndarray:
     return np.column_stack((np.repeat(rows, len(ports)), np.tile(ports, len(rows))))
 
 
-class JigsawState(PlacementState):
+class JigsawState(MemoState):
     """Occupancy plus the owners of leaf up ports (``leaf_port``, n_leaves x ports) and of
     L2 up ports (``l2_port``, n_L2 x ports), -1 when free. Each port stands for the up link
     and its reverse down link, both reserved together.
@@ -442,6 +490,7 @@ class JigsawAllocator(OptionsAllocator):
         super().__init__(**kw)
         _fattree_levels(self, 1, 3)
         self.tree = _TreeShape(self.topology)
+        self.memo = SelectMemo()
 
     def new_state(self) -> JigsawState:
         tree = self.tree
@@ -458,6 +507,18 @@ class JigsawAllocator(OptionsAllocator):
         if n > state.n_free:
             return None
         st: JigsawState = state  # type: ignore[assignment]
+        entry = st.memo_entry
+        if entry is None:
+            # select reads only these masks (and n): an answer given before is the answer.
+            entry = st.memo_entry = self.memo.entry(st.free, st.leaf_port == -1, st.l2_port == -1)
+        found = entry.by_size.get(n, _UNKNOWN)
+        if found is _UNKNOWN:
+            found = entry.by_size[n] = self._select(n, st)
+        # A copy, so that no two jobs ever share one placement object.
+        return None if found is None else found.copy()
+
+    def _select(self, n: int, st: JigsawState) -> Placement | None:
+        """The placement of an ``n``-node job on ``st`` (the computation :meth:`select` memoizes)."""
         tree = self.tree
         free = st.free
         leaf_free = tree.free_per_leaf(free)
@@ -711,6 +772,7 @@ class JigsawAllocator(OptionsAllocator):
         if len(l2):
             st.l2_port[l2[:, 0], l2[:, 1]] = job.job_id
         st.placements[job.job_id] = info
+        st.forget()
 
     def release(self, job: Job, nodes: np.ndarray, state: AllocState) -> None:
         st: JigsawState = state  # type: ignore[assignment]
@@ -723,6 +785,7 @@ class JigsawAllocator(OptionsAllocator):
             st.leaf_port[lp[:, 0], lp[:, 1]] = -1
         if len(l2):
             st.l2_port[l2[:, 0], l2[:, 1]] = -1
+        st.forget()
 
     def block(self, placements: "Sequence[tuple[Job, np.ndarray]]", state: AllocState) -> None:
         """Hold, in ``state``, the nodes and the reserved ports of each placement (a union)."""
@@ -739,3 +802,4 @@ class JigsawAllocator(OptionsAllocator):
             if len(l2):
                 cur = st.l2_port[l2[:, 0], l2[:, 1]]
                 st.l2_port[l2[:, 0], l2[:, 1]] = np.where(cur == -1, job.job_id, cur)
+        st.forget()
