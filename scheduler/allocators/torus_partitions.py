@@ -101,9 +101,12 @@ __all__ = [
 
 KINDS = ("torus", "mesh", "contention-free")
 SELECTIONS = ("first-fit", "least-blocking")
-#: The most prisms least-blocking tabulates (their pairwise overlaps take prisms^2 / 8 bytes
-#: per kind; Mira's 2x3x4x4x1 grid has 3,549).
+#: The most prisms the allocators tabulate (least-blocking's pairwise overlaps take prisms^2 / 8
+#: bytes per kind; Mira's 2x3x4x4x1 grid has 3,549). First fit on a larger grid scans it.
 MAX_PRISMS = 20000
+#: The most (free-machine state, volume, kind) answers an allocator keeps (a pass asks again
+#: and again on the same few states: the scheduler's, and the copies its reservation plans on).
+MEMO_SIZE = 1 << 16
 #: The partition kinds each policy places: the partitions least-blocking counts.
 POLICY_KINDS = {"native": ("torus",), "mesh": ("mesh",), "cfca": ("torus", "contention-free"),
                 "hybrid": ("torus", "mesh")}
@@ -191,10 +194,19 @@ class TorusPartitionAllocator(OptionsAllocator):
         shapes.sort(key=lambda L: (int(np.prod(L)), sum(L), L))
         self.shapes = shapes
         self.volumes = sorted({int(np.prod(L)) for L in shapes})
+        self._shape_volumes = [int(np.prod(L)) for L in shapes]
         self.selection = check_choice(self.name, "selection", selection, SELECTIONS)
         self._catalogue: _Catalogue | None = None
         n_prisms = int(np.prod([g * (g - 1) + 1 for g in self.grid]))
-        if self.selection == "least-blocking" and n_prisms > MAX_PRISMS:
+        # Up to MAX_PRISMS prisms both selections look partitions up in the catalogue; beyond,
+        # first fit scans the grid shape by shape.
+        self._tabulated = n_prisms <= MAX_PRISMS
+        self._least = self.selection == "least-blocking"
+        # (packed busy midplanes and segments, volume, kind) -> catalogue index (-1: none free).
+        self._memo: dict[tuple[bytes, int, str], int] = {}
+        # (kind, catalogue index) -> (wrap, cables, midplanes): the wiring of a prism, computed once.
+        self._wired: dict[tuple[str, int], tuple] = {}
+        if self._least and not self._tabulated:
             raise UserError(
                 f"allocator {self.name!r}: option selection = 'least-blocking' counts every prism of midplanes; a "
                 f"{'x'.join(map(str, self.grid))} midplane grid has {n_prisms:,} (at most {MAX_PRISMS:,}); use larger "
@@ -295,16 +307,23 @@ class TorusPartitionAllocator(OptionsAllocator):
         if vol is None:
             return None
         kind, sens = self.kind_for(job)
-        if self.selection == "least-blocking":
-            found = self._least_blocking(st, vol, kind)
+        if self._tabulated:
+            i = self._find(st, vol, kind)
+            if i < 0:
+                return None
+            L, origin = self._catalogue.prisms[i]
+            wired = self._wired.get((kind, i))
+            if wired is None:
+                wired = self._wired[(kind, i)] = self._wire(origin, L, kind)
+            wrap, cables, mps = wired
         else:
             found = self._first_fit(st, vol, kind)
-        if found is None:
-            return None
-        origin, L = found
-        wrap, cables = self.wiring(origin, L, kind)
-        mps = self._midplanes(origin, L)
-        pnodes = np.sort(self.mp_nodes[mps].reshape(-1))
+            if found is None:
+                return None
+            origin, L = found
+            wrap, cables, mps = self._wire(origin, L, kind)
+        # Each midplane's row of mp_nodes is sorted: a stable sort merges the runs.
+        pnodes = np.sort(self.mp_nodes[mps].reshape(-1), kind="stable")
         info = PartitionInfo(
             kind=kind,
             block_origin=origin,
@@ -318,12 +337,21 @@ class TorusPartitionAllocator(OptionsAllocator):
         )
         return Placement(pnodes[:n], info)
 
+    def _wire(self, origin: tuple[int, ...], L: tuple[int, ...], kind: str) -> tuple:
+        """(wrap flags, cable segments per dimension, midplanes) of a ``kind`` prism, its arrays
+        read-only (they are shared by every placement on that prism)."""
+        wrap, cables = self.wiring(origin, L, kind)
+        mps = self._midplanes(origin, L)
+        for a in (mps, *cables):
+            a.flags.writeable = False
+        return wrap, cables, mps
+
     def _first_fit(self, st: PartitionState, vol: int, kind: str) -> _Prism | None:
-        """(origin, shape) of the first free ``kind`` prism of volume ``vol``."""
+        """(origin, shape) of the first free ``kind`` prism of volume ``vol``, scanning the
+        grid (for grids with more than :data:`MAX_PRISMS` prisms, which are not tabulated)."""
         busy = (st.midplane != -1).reshape(self.grid).astype(np.int64)
         cable = st.cable
-        for L in self.shapes:
-            v = int(np.prod(L))
+        for L, v in zip(self.shapes, self._shape_volumes):
             if v < vol:
                 continue
             if v > vol:
@@ -336,27 +364,45 @@ class TorusPartitionAllocator(OptionsAllocator):
                 return origin, tuple(L)
         return None
 
-    def _least_blocking(self, st: PartitionState, vol: int, kind: str) -> _Prism | None:
-        """(origin, shape) of the free ``kind`` prism of volume ``vol`` that blocks the fewest
-        free partitions of the policy's kinds (ties: the first in first-fit order)."""
+    def _find(self, st: PartitionState, vol: int, kind: str) -> int:
+        """Catalogue index of the ``kind`` prism of volume ``vol`` that the selection takes in
+        ``st`` (-1: none is free): the first free one in first-fit order, or with
+        least-blocking the free one that blocks the fewest free partitions of the policy's
+        kinds (ties: the first). A pure function of the busy midplanes and segments, so the
+        answers are kept (a pass asks on the same few states many times)."""
+        busy = np.concatenate([st.midplane != -1, (st.cable != -1).reshape(-1)])
+        key = (np.packbits(busy).tobytes(), vol, kind)
+        memo = self._memo
+        got = memo.get(key)
+        if got is not None:
+            return got
         cat = self._catalogue
         if cat is None:
-            key = (self.grid, POLICY_KINDS[self.policy])
-            cat = _CATALOGUES.get(key)
-            if cat is None:
-                cat = _CATALOGUES[key] = _Catalogue(self, POLICY_KINDS[self.policy])
-            self._catalogue = cat
-        busy = np.concatenate([st.midplane != -1, (st.cable != -1).reshape(-1)]).astype(np.float32)
+            cat = self._catalogue = _catalogue_for(self)
+        free = cat.free_bits(np.flatnonzero(busy))
         lo, hi = cat.by_volume[vol]
-        free = np.flatnonzero(cat.rows[kind][lo:hi] @ busy == 0)
-        if len(free) == 0:
-            return None
-        cand = free + lo
-        if len(cand) > 1:
-            blocked = np.bitwise_count(cat.overlap[kind][cand] & cat.free_ref(busy)).sum(axis=1)
-            cand = cand[np.argmin(blocked):]  # argmin: the first of the least blocking
-        L, origin = cat.prisms[int(cand[0])]
-        return origin, L
+        off = cat.offset[kind]
+        cand = np.flatnonzero(np.unpackbits(free, count=cat.n_ref)[off + lo:off + hi])
+        if len(cand) == 0:
+            i = -1
+        elif len(cand) == 1 or not self._least:
+            i = lo + int(cand[0])
+        else:
+            blocked = np.bitwise_count(cat.overlap(kind)[cand + lo] & free).sum(axis=1)
+            i = lo + int(cand[np.argmin(blocked)])  # argmin: the first of the least blocking
+        if len(memo) >= MEMO_SIZE:
+            memo.clear()
+        memo[key] = i
+        return i
+
+    def fits_empty(self, job: Job) -> bool:
+        """Whether ``job`` could ever be placed: on the empty machine every prism is free, so
+        whenever a volume fits it (the same answer as ``select`` on an empty state)."""
+        n = job.nodes
+        if n > self.n_nodes or -(-n // self.nodes_per_mp) > self.volumes[-1]:
+            return False
+        self.kind_for(job)  # (a bad sensitivity flag raises here as in select)
+        return True
 
     # ------------------------------------------------------------------------ commit
     def _info_for(self, job: Job, nodes: np.ndarray, st: PartitionState) -> PartitionInfo:
@@ -414,53 +460,69 @@ class TorusPartitionAllocator(OptionsAllocator):
         return f"{type(self).__name__}(n_nodes={self.n_nodes}, block={self.block_shape}, grid={self.grid})"
 
 
+def _catalogue_for(alloc: TorusPartitionAllocator) -> "_Catalogue":
+    """The process's shared catalogue of ``alloc``'s grid and policy kinds."""
+    key = (alloc.grid, POLICY_KINDS[alloc.policy])
+    cat = _CATALOGUES.get(key)
+    if cat is None:
+        cat = _CATALOGUES[key] = _Catalogue(alloc, POLICY_KINDS[alloc.policy])
+    return cat
+
+
 class _Catalogue:
     """Every prism of midplanes of a grid (the allocator's shapes in order, origins in grid
-    order, a prism spanning a dimension at coordinate 0 only) with, per kind in ``kinds``, the
-    midplanes and cable segments it holds as one 0/1 row (``rows[kind]``; columns: the
-    midplanes, then each dimension's segments); ``ref`` stacks the rows of every kind (the
-    partitions least-blocking counts); ``overlap[kind]`` says which of them share a midplane or
-    a segment with each prism (bits packed)."""
+    order, a prism spanning a dimension at coordinate 0 only), once per kind in ``kinds``: the
+    *reference partitions* (least-blocking counts them), kind ``k``'s prism ``i`` at row
+    ``offset[k] + i``. ``held`` marks the midplanes and cable segments each row holds
+    (columns: the midplanes, then each dimension's segments); ``colbits[c]`` packs, over the
+    rows, those that hold column ``c``, so the rows a state blocks are the OR of its busy
+    columns' bits; :meth:`overlap` gives, per prism of a kind, the rows sharing a midplane or
+    a segment with it (bits packed, built on first use)."""
 
     def __init__(self, alloc: TorusPartitionAllocator, kinds: tuple[str, ...]):
         G, n_mp, D = alloc.grid, alloc.n_mp, alloc.D
         self.prisms: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
         self.by_volume: dict[int, tuple[int, int]] = {}
-        for L in alloc.shapes:
-            v = int(np.prod(L))
+        for L, v in zip(alloc.shapes, alloc._shape_volumes):
             lo = self.by_volume.get(v, (len(self.prisms), 0))[0]
             for o in itertools.product(*(range(g) if l < g else range(1) for l, g in zip(L, G))):
                 self.prisms.append((tuple(L), tuple(o)))
             self.by_volume[v] = (lo, len(self.prisms))
-        width = n_mp * (1 + D)
-        self.rows: dict[str, np.ndarray] = {}
+        P = len(self.prisms)
+        self.kinds = kinds
+        self.offset = {k: i * P for i, k in enumerate(kinds)}
+        self.n_ref = P * len(kinds)
+        held = np.zeros((self.n_ref, n_mp * (1 + D)), dtype=bool)
         for kind in kinds:
-            R = np.zeros((len(self.prisms), width), dtype=np.float32)
+            off = self.offset[kind]
             for i, (L, o) in enumerate(self.prisms):
-                R[i, alloc._midplanes(o, L)] = 1.0
+                held[off + i, alloc._midplanes(o, L)] = True
                 _, cables = alloc.wiring(o, L, kind)
                 for d, c in enumerate(cables):
-                    R[i, n_mp * (1 + d) + c] = 1.0
-            self.rows[kind] = R
-        self.ref = np.concatenate([self.rows[k] for k in kinds])
-        # overlap[kind][i]: packed bits over ref, the partitions sharing a midplane or a segment
-        # with prism i of kind (blocks of rows keep the float product small).
-        self.overlap: dict[str, np.ndarray] = {}
-        for kind in kinds:
-            R = self.rows[kind]
-            self.overlap[kind] = np.concatenate(
-                [np.packbits(R[i:i + 512] @ self.ref.T > 0, axis=1) for i in range(0, len(R), 512)])
-        self._busy = b""
-        self._free_ref = np.zeros(0, dtype=np.uint8)
+                    held[off + i, n_mp * (1 + d) + c] = True
+        self.held = held
+        self.colbits = np.packbits(held.T, axis=1)
+        self._all_free = np.full(self.colbits.shape[1], 0xFF, dtype=np.uint8)
+        self._overlap: dict[str, np.ndarray] = {}
 
-    def free_ref(self, busy: np.ndarray) -> np.ndarray:
-        """Packed bits over ``ref``: the partitions holding no busy midplane or segment (the
-        last answer is kept: a scheduling pass asks many times between two changes)."""
-        key = busy.tobytes()
-        if key != self._busy:
-            self._busy = key
-            self._free_ref = np.packbits(self.ref @ busy == 0)
-        return self._free_ref
+    def free_bits(self, busy_cols: np.ndarray) -> np.ndarray:
+        """Packed bits over the rows: those holding none of the columns ``busy_cols`` (the
+        padding bits past the last row are set)."""
+        if len(busy_cols) == 0:
+            return self._all_free
+        return ~np.bitwise_or.reduce(self.colbits[busy_cols], axis=0)
+
+    def overlap(self, kind: str) -> np.ndarray:
+        """Row ``i``: packed bits over the rows, those sharing a midplane or a segment with
+        prism ``i`` of ``kind`` (padding bits clear)."""
+        got = self._overlap.get(kind)
+        if got is None:
+            R = self.held[self.offset[kind]:self.offset[kind] + len(self.prisms)].astype(np.float32)
+            ref = self.held.astype(np.float32)
+            # (blocks of rows keep the float product small; its entries are exact counts)
+            got = self._overlap[kind] = np.concatenate(
+                [np.packbits(R[i:i + 512] @ ref.T > 0, axis=1) for i in range(0, len(R), 512)])
+        return got
 
 
 @register_allocator
