@@ -478,6 +478,134 @@ def reserved_link_ids(topo: Any, info: JigsawInfo) -> np.ndarray:
     return np.sort(np.concatenate(parts)).astype(np.int64)
 
 
+class _JigsawView:
+    """What jigsaw's select derives from one state for jobs of any size: free nodes and free
+    up ports per leaf, the bounds that settle most refusals and (on first need) the
+    across-pods view."""
+
+    __slots__ = ("leaf_free", "most_leaf_free", "leaf_port_free", "leaf_free_ports", "capacity_total",
+                 "most_group_capacity", "pods_capacity", "pods", "l2_port_free")
+
+    def __init__(self, tree: _TreeShape, st: "JigsawState"):
+        self.leaf_free = leaf_free = tree.free_per_leaf(st.free)
+        self.most_leaf_free = int(leaf_free.max())
+        self.pods = None
+        self.capacity_total = self.most_group_capacity = self.pods_capacity = 0
+        if tree.levels < 2:
+            return
+        self.leaf_port_free = st.leaf_port == -1
+        self.leaf_free_ports = self.leaf_port_free.sum(axis=1)
+        capacity = np.minimum(leaf_free, self.leaf_free_ports)
+        self.capacity_total = int(capacity.sum())
+        n_groups = tree.n_pods if tree.levels >= 3 else 1
+        group_capacity = capacity.reshape(n_groups, -1).sum(axis=1)
+        self.most_group_capacity = int(group_capacity.max())
+        if tree.levels >= 3:
+            self.l2_port_free = st.l2_port == -1
+            l2_free_per_pod = self.l2_port_free.reshape(tree.n_pods, -1).sum(axis=1)
+            self.pods_capacity = int(np.minimum(group_capacity, l2_free_per_pod).sum())
+
+
+class _PodsView:
+    """The across-pods search's state-wide part: L2 up ports free (pods x L2 x ports) and
+    per pod, free nodes per pod, the bound on the job nodes each ``per_leaf`` allows, and
+    the :class:`_PerLeaf` derived so far."""
+
+    __slots__ = ("l2_port_free", "l2_free_ports", "pod_free", "max_per_leaf", "nodes_bound", "per_leaf")
+
+    def __init__(self, tree: _TreeShape, st: "JigsawState", view: _JigsawView):
+        n_pods, leaves_per_pod, leaf_up_ports = tree.n_pods, tree.leaves_per_pod, tree.leaf_up_ports
+        self.l2_port_free = view.l2_port_free.reshape(n_pods, tree.l2_per_pod, tree.l2_up_ports)
+        self.l2_free_ports = l2_free_ports = self.l2_port_free.sum(axis=2)  # (n_pods, l2_per_pod)
+        leaf_free = view.leaf_free
+        self.pod_free = leaf_free.reshape(n_pods, leaves_per_pod).sum(axis=1)
+        self.max_per_leaf = max_per_leaf = min(tree.nodes_per_leaf, leaf_up_ports)
+        # Upper bound on the job nodes each per_leaf allows, before choosing ports: a full pod
+        # gives at most (its leaves with per_leaf free nodes and ports) and (its free L2 up
+        # ports // per_leaf) full leaves, and a remainder leaf adds fewer than per_leaf nodes.
+        leaf_capacity = np.minimum(leaf_free, view.leaf_free_ports).reshape(n_pods, leaves_per_pod)
+        leaves_with = _leaves_with_at_least(leaf_capacity, max_per_leaf)  # (n_pods, max_per_leaf + 1)
+        per_leaf_choices = np.arange(max_per_leaf + 1)
+        full_leaves_bound = np.minimum(
+            leaves_with, l2_free_ports.sum(axis=1)[:, None] // np.maximum(per_leaf_choices, 1)[None, :]).sum(axis=0)
+        self.nodes_bound = (full_leaves_bound * per_leaf_choices + per_leaf_choices - 1).tolist()
+        self.per_leaf: dict[int, _PerLeaf] = {}
+
+
+class _PerLeaf:
+    """The across-pods search for one ``per_leaf`` on one state, derived in stages; ``bound``
+    is the most job nodes the stages so far allow (a job of more nodes skips this per_leaf).
+
+    1. the eligible leaves (per_leaf free nodes and up ports);
+    2. the chosen ports ``Pi`` (most often free on eligible leaves) and the leaves that can be
+       full leaves (``full_ok``);
+    3. ports of Pi per L2 switch and the most full leaves each pod can give
+       (``full_per_pod_max``), the ``full_per_pod`` values to try and how many pods have
+       room for each;
+    and, per ``full_per_pod``, Sigma and the pods that fit it, fullest first (``by_full``).
+    """
+
+    __slots__ = ("per_leaf", "stage", "bound", "eligible", "chosen_ports", "port_mask", "full_ok", "n_full_ok",
+                 "ports_per_l2", "full_per_pod_max", "full_choices", "pods_with_room", "by_full")
+
+    def __init__(self, per_leaf: int):
+        self.per_leaf = per_leaf
+        self.stage = 0
+        self.by_full: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def eligible_stage(self, view: _JigsawView) -> None:
+        k = self.per_leaf
+        self.eligible = (view.leaf_free >= k) & (view.leaf_free_ports >= k)
+        # every eligible leaf full plus a remainder leaf
+        self.bound = int(self.eligible.sum()) * k + (k - 1)
+        self.stage = 1
+
+    def ports_stage(self, tree: _TreeShape, view: _JigsawView) -> None:
+        k = self.per_leaf
+        leaf_port_free = view.leaf_port_free
+        free_count = (self.eligible[:, None] & leaf_port_free).sum(axis=0)
+        self.chosen_ports = np.sort(np.argsort(-free_count, kind="stable")[:k])
+        self.port_mask = port_mask = np.zeros(tree.leaf_up_ports, dtype=bool)
+        port_mask[self.chosen_ports] = True
+        self.full_ok = self.eligible & (leaf_port_free | ~port_mask).all(axis=1)
+        self.n_full_ok = self.full_ok.reshape(tree.n_pods, tree.leaves_per_pod).sum(axis=1)
+        self.bound = int(self.n_full_ok.sum()) * k + (k - 1)
+        self.stage = 2
+
+    def pods_stage(self, tree: _TreeShape, pv: _PodsView) -> None:
+        k = self.per_leaf
+        l2_per_pod, l2_up_ports, leaves_per_pod = tree.l2_per_pod, tree.l2_up_ports, tree.leaves_per_pod
+        self.ports_per_l2 = ports_per_l2 = np.bincount(self.chosen_ports % l2_per_pod, minlength=l2_per_pod)
+        l2_used = ports_per_l2 > 0
+        max_ports_per_l2 = int(ports_per_l2.max())
+        max_full_per_pod = min(leaves_per_pod, l2_up_ports // max_ports_per_l2 if max_ports_per_l2 else leaves_per_pod)
+        # The most full leaves a pod can give: eligible leaves, and free L2 up ports
+        # (full_per_pod full leaves need full_per_pod * ports_per_l2[x] ports at L2 switch x).
+        self.full_per_pod_max = full_per_pod_max = np.minimum(
+            self.n_full_ok, (pv.l2_free_ports[:, l2_used] // ports_per_l2[l2_used]).min(axis=1))
+        self.bound = int(full_per_pod_max.sum()) * k + (k - 1)
+        # full_per_pod values (descending) and the pods with room for each.
+        self.full_choices = full_choices = np.arange(max_full_per_pod, 0, -1)
+        self.pods_with_room = (full_per_pod_max[None, :] >= full_choices[:, None]).sum(axis=1)
+        self.stage = 3
+
+    def full_stage(self, tree: _TreeShape, pv: _PodsView, full_per_pod: int) -> tuple[np.ndarray, np.ndarray]:
+        """(Sigma, the pods that can be full pods, fullest first) for ``full_per_pod``."""
+        l2_per_pod, l2_up_ports = tree.l2_per_pod, tree.l2_up_ports
+        l2_port_free = pv.l2_port_free
+        pods_with_room = self.full_per_pod_max >= full_per_pod
+        l2_need = full_per_pod * self.ports_per_l2
+        l2_port_free_count = l2_port_free[pods_with_room].sum(axis=0)  # (l2_per_pod, l2_up_ports)
+        port_rank = np.empty_like(l2_port_free_count)
+        np.put_along_axis(port_rank, np.argsort(-l2_port_free_count, axis=1, kind="stable"),
+                          np.arange(l2_up_ports)[None, :].repeat(l2_per_pod, 0), axis=1)
+        sigma = port_rank < l2_need[:, None]
+        full_pod_ok = pods_with_room & (l2_port_free | ~sigma[None, :, :]).all(axis=(1, 2))
+        candidates = np.flatnonzero(full_pod_ok)
+        pod_free = pv.pod_free
+        return sigma, candidates[np.lexsort((candidates, pod_free[candidates]))]
+
+
 @register_allocator
 class JigsawAllocator(OptionsAllocator):
     """Link-reserving interference-free allocation (see the module docstring)."""
@@ -513,36 +641,32 @@ class JigsawAllocator(OptionsAllocator):
             entry = st.memo_entry = self.memo.entry(st.free, st.leaf_port == -1, st.l2_port == -1)
         found = entry.by_size.get(n, _UNKNOWN)
         if found is _UNKNOWN:
-            found = entry.by_size[n] = self._select(n, st)
+            view = entry.view
+            if view is None:
+                view = entry.view = _JigsawView(self.tree, st)
+            found = entry.by_size[n] = self._select(n, st, view)
         # A copy, so that no two jobs ever share one placement object.
         return None if found is None else found.copy()
 
-    def _select(self, n: int, st: JigsawState) -> Placement | None:
-        """The placement of an ``n``-node job on ``st`` (the computation :meth:`select` memoizes)."""
+    def _select(self, n: int, st: JigsawState, view: "_JigsawView") -> Placement | None:
+        """The placement of an ``n``-node job on ``st`` (``view``: what the state gives every size)."""
         tree = self.tree
         free = st.free
-        leaf_free = tree.free_per_leaf(free)
-        if n <= tree.nodes_per_leaf:
+        leaf_free = view.leaf_free
+        if n <= tree.nodes_per_leaf and n <= view.most_leaf_free:
             leaf = _best_fit(leaf_free, leaf_free >= n)
-            if leaf >= 0:
-                return Placement(tree.first_free(free, leaf, n), JigsawInfo("leaf", _NO_PAIRS, _NO_PAIRS))
+            return Placement(tree.first_free(free, leaf, n), JigsawInfo("leaf", _NO_PAIRS, _NO_PAIRS))
         if tree.levels < 2:
             return None
-        leaf_port_free = st.leaf_port == -1
-        leaf_free_ports = leaf_port_free.sum(axis=1)
         # Every node of a multi-leaf job needs a free up port on its leaf (and, across pods,
         # one on an L2 switch of its pod): cheap bounds that settle most refusals.
-        capacity = np.minimum(leaf_free, leaf_free_ports)
-        if int(capacity.sum()) < n:
+        if view.capacity_total < n:
             return None
-        n_groups = tree.n_pods if tree.levels >= 3 else 1
         found = None
-        if int(capacity.reshape(n_groups, -1).sum(axis=1).max()) >= n:
-            found = self._in_group(n, free, leaf_free, leaf_port_free, leaf_free_ports)
-        if found is None and tree.levels >= 3:
-            l2_free_per_pod = (st.l2_port == -1).reshape(tree.n_pods, -1).sum(axis=1)
-            if int(np.minimum(capacity.reshape(tree.n_pods, -1).sum(axis=1), l2_free_per_pod).sum()) >= n:
-                found = self._across_pods(n, st, free, leaf_free, leaf_port_free, leaf_free_ports)
+        if view.most_group_capacity >= n:
+            found = self._in_group(n, free, leaf_free, view.leaf_port_free, view.leaf_free_ports)
+        if found is None and tree.levels >= 3 and view.pods_capacity >= n:
+            found = self._across_pods(n, st, view)
         return found
 
     def _in_group(self, n: int, free: np.ndarray, leaf_free: np.ndarray, leaf_port_free: np.ndarray,
@@ -603,76 +727,58 @@ class JigsawAllocator(OptionsAllocator):
             return Placement(tree.first_free_many(free, leaves, counts), info)
         return None
 
-    def _across_pods(self, n: int, st: JigsawState, free: np.ndarray, leaf_free: np.ndarray, leaf_port_free: np.ndarray,
-                     leaf_free_ports: np.ndarray) -> Placement | None:
+    def _across_pods(self, n: int, st: JigsawState, view: "_JigsawView") -> Placement | None:
+        """Full leaves in several full pods and a remainder pod. What does not depend on ``n``
+        (per ``per_leaf``: the chosen ports and eligible leaves; per ``full_per_pod``: Sigma
+        and the pods that fit it) is derived once per state, in ``view``."""
         tree = self.tree
-        n_pods, leaves_per_pod, leaf_up_ports = tree.n_pods, tree.leaves_per_pod, tree.leaf_up_ports
-        l2_per_pod, l2_up_ports = tree.l2_per_pod, tree.l2_up_ports
-        l2_port_free = (st.l2_port == -1).reshape(n_pods, l2_per_pod, l2_up_ports)
-        l2_free_ports = l2_port_free.sum(axis=2)  # free up ports of each L2 switch (n_pods, l2_per_pod)
-        pod_free = leaf_free.reshape(n_pods, leaves_per_pod).sum(axis=1)
-        max_per_leaf = min(tree.nodes_per_leaf, leaf_up_ports)
-        # Upper bound on the job nodes each per_leaf allows, before choosing ports: a full pod
-        # gives at most (its leaves with per_leaf free nodes and ports) and (its free L2 up
-        # ports // per_leaf) full leaves, and a remainder leaf adds fewer than per_leaf nodes.
-        leaf_capacity = np.minimum(leaf_free, leaf_free_ports).reshape(n_pods, leaves_per_pod)
-        leaves_with = _leaves_with_at_least(leaf_capacity, max_per_leaf)  # (n_pods, max_per_leaf + 1)
-        per_leaf_choices = np.arange(max_per_leaf + 1)
-        full_leaves_bound = np.minimum(
-            leaves_with, l2_free_ports.sum(axis=1)[:, None] // np.maximum(per_leaf_choices, 1)[None, :]).sum(axis=0)
-        nodes_bound = (full_leaves_bound * per_leaf_choices + per_leaf_choices - 1)
-        for per_leaf in range(max_per_leaf, 0, -1):
+        pv = view.pods
+        if pv is None:
+            pv = view.pods = _PodsView(tree, st, view)
+        nodes_bound = pv.nodes_bound
+        for per_leaf in range(pv.max_per_leaf, 0, -1):
             if nodes_bound[per_leaf] < n:
                 continue
-            eligible = (leaf_free >= per_leaf) & (leaf_free_ports >= per_leaf)
-            if int(eligible.sum()) * per_leaf + (per_leaf - 1) < n:
-                continue  # every eligible leaf full plus a remainder leaf cannot hold the job
-            free_count = (eligible[:, None] & leaf_port_free).sum(axis=0)
-            chosen_ports = np.sort(np.argsort(-free_count, kind="stable")[:per_leaf])
-            port_mask = np.zeros(leaf_up_ports, dtype=bool)
-            port_mask[chosen_ports] = True
-            full_ok = eligible & (leaf_port_free | ~port_mask).all(axis=1)
-            n_full_ok = full_ok.reshape(n_pods, leaves_per_pod).sum(axis=1)
-            if int(n_full_ok.sum()) * per_leaf + (per_leaf - 1) < n:
+            d = pv.per_leaf.get(per_leaf)
+            if d is None:
+                d = pv.per_leaf[per_leaf] = _PerLeaf(per_leaf)
+            # Each bound ends this per_leaf when below n; a stage is derived the first time a
+            # query passes the bound before it.
+            if d.stage < 1:
+                d.eligible_stage(view)
+            if d.bound < n:
                 continue
-            ports_per_l2 = np.bincount(chosen_ports % l2_per_pod, minlength=l2_per_pod)
-            l2_used = ports_per_l2 > 0
-            max_ports_per_l2 = int(ports_per_l2.max())
-            max_full_per_pod = min(leaves_per_pod, l2_up_ports // max_ports_per_l2 if max_ports_per_l2 else leaves_per_pod)
-            # The most full leaves a pod can give: eligible leaves, and free L2 up ports
-            # (full_per_pod full leaves need full_per_pod * ports_per_l2[x] ports at L2 switch x).
-            full_per_pod_max = np.minimum(n_full_ok, (l2_free_ports[:, l2_used] // ports_per_l2[l2_used]).min(axis=1))
-            if int(full_per_pod_max.sum()) * per_leaf + (per_leaf - 1) < n:
-                continue
-            # full_per_pod values (descending) with enough pods for n // (full_per_pod * per_leaf)
-            # full pods; one full pod without a remainder is a single pod (tried before).
-            full_choices = np.arange(max_full_per_pod, 0, -1)
-            pods_needed = n // (full_choices * per_leaf)
-            enough = (full_per_pod_max[None, :] >= full_choices[:, None]).sum(axis=1) >= pods_needed
-            keep = enough & (pods_needed >= 1) & ~((pods_needed == 1) & (n % (full_choices * per_leaf) == 0))
+            if d.stage < 2:
+                d.ports_stage(tree, view)
+                if d.bound < n:
+                    continue
+            if d.stage < 3:
+                d.pods_stage(tree, pv)
+                if d.bound < n:
+                    continue
+            full_choices = d.full_choices
+            per_pod_nodes = full_choices * per_leaf
+            pods_needed = n // per_pod_nodes
+            keep = (d.pods_with_room >= pods_needed) & (pods_needed >= 1) & ~(
+                (pods_needed == 1) & (n % per_pod_nodes == 0))
             for full_per_pod in full_choices[keep].tolist():
                 n_full_pods, nodes_left = divmod(n, full_per_pod * per_leaf)
-                pods_with_room = full_per_pod_max >= full_per_pod
-                l2_need = full_per_pod * ports_per_l2
-                l2_port_free_count = l2_port_free[pods_with_room].sum(axis=0)  # (l2_per_pod, l2_up_ports)
-                port_rank = np.empty_like(l2_port_free_count)
-                np.put_along_axis(port_rank, np.argsort(-l2_port_free_count, axis=1, kind="stable"),
-                                  np.arange(l2_up_ports)[None, :].repeat(l2_per_pod, 0), axis=1)
-                sigma = port_rank < l2_need[:, None]
-                full_pod_ok = pods_with_room & (l2_port_free | ~sigma[None, :, :]).all(axis=(1, 2))
-                if int(full_pod_ok.sum()) < n_full_pods:
+                f = d.by_full.get(full_per_pod)
+                if f is None:
+                    f = d.by_full[full_per_pod] = d.full_stage(tree, pv, full_per_pod)
+                sigma, candidates = f
+                if len(candidates) < n_full_pods:
                     continue
-                candidates = np.flatnonzero(full_pod_ok)
-                full_pods = candidates[np.lexsort((candidates, pod_free[candidates]))][:n_full_pods]
+                full_pods = candidates[:n_full_pods]
                 remainder = None
                 if nodes_left:
-                    remainder = self._remainder_pod(nodes_left, per_leaf, full_pods, free, leaf_free, full_ok,
-                                                    leaf_port_free, port_mask, ports_per_l2, l2_port_free, sigma,
-                                                    pod_free)
+                    remainder = self._remainder_pod(nodes_left, per_leaf, full_pods, st.free, view.leaf_free, d.full_ok,
+                                                    view.leaf_port_free, d.port_mask, d.ports_per_l2, pv.l2_port_free,
+                                                    sigma, pv.pod_free)
                     if remainder is None:
                         continue
-                return self._build_pods(per_leaf, full_per_pod, chosen_ports, full_pods, full_ok, sigma, ports_per_l2,
-                                        free, leaf_free, remainder)
+                return self._build_pods(per_leaf, full_per_pod, d.chosen_ports, full_pods, d.full_ok, sigma,
+                                        d.ports_per_l2, st.free, view.leaf_free, remainder)
         return None
 
     def _remainder_pod(self, nodes_left: int, per_leaf: int, full_pods: np.ndarray, free: np.ndarray,
