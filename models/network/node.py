@@ -316,17 +316,24 @@ class NetworkNode(Entity):
     # -- ideal model -----------------------------------------------------------------------------
     # A cached path: [route, o_s + sum(L) + o_r, min bandwidth, bytes sent since its links
     # were last credited (see NetState.bytes), the destination's delivery callable (None when
-    # it lives on another MPI rank)]. The cache holds up to 8x the topology's route cache
-    # (one entry per pair of nodes that talk: a rank's few partners of a collective).
+    # it lives on another MPI rank, or until the first send resolves it), hops between
+    # routers (len(route) - 2), the destination node's entity id]. The cache holds up to 8x
+    # the topology's route cache (one entry per pair of nodes that talk: a rank's few
+    # partners of a collective).
 
     def _net_send_ideal(self, dst: int, nbytes: int, payload: Any = None, job: int = -1, notify: bool = False) -> None:
-        """:meth:`net_send` on the ideal model, in one call for a message on a cached path,
-        its delivery event built here: this is the MPI layer's hottest path."""
+        """:meth:`net_send` on the ideal model, in one call for a message between two nodes on
+        a cacheable path, its delivery event built here: this is the MPI layer's hottest path."""
         st = self._st
         path = st.ideal_paths.get(self._path_base + dst)
-        if path is None or not 0 <= nbytes < _INF or (st.job_links and job in st.job_links):
+        if not 0 <= nbytes < _INF or (st.job_links and job in st.job_links):
             NetworkNode.net_send(self, dst, nbytes, payload, job, notify)
             return
+        if path is None:
+            if self._keyed or dst == self.node or dst.__class__ is not int:
+                NetworkNode.net_send(self, dst, nbytes, payload, job, notify)
+                return
+            path = self._ideal_path(dst)
         mid = self._mid
         self._mid = mid + 1
         node = self.node
@@ -337,14 +344,17 @@ class NetworkNode(Entity):
         if js is None:
             js = st.jobs[job] = [0.0, 0.0, 0]
         js[0] += nbytes
-        route = path[0]
-        js[1] += nbytes * (len(route) - 2)
+        js[1] += nbytes * path[5]
         js[2] += 1
         sim = self.sim
         delay = path[1] + nbytes / path[2]
         fn = path[4]
         if fn is None or not delay >= sim.lookahead:
-            self.send(st.dst_eid[route[-1]], "_deliver", msg, delay)
+            self.send(path[6], "_deliver", msg, delay)
+            if fn is None:
+                # The send above resolved the delivery callable (None for a node on another rank).
+                table = sim._svc_tables.get("_deliver")
+                path[4] = table[path[6]] if table is not None else None
         else:
             # The event, built inline (see Entity.send).
             key = self._evkey
@@ -357,7 +367,25 @@ class NetworkNode(Entity):
             e.data = msg
             heappush(sim._heap, e)
         if notify:
-            self.after(st.o_s + nbytes / st.bw[route[0]], self._sent, msg)
+            self.after(st.o_s + nbytes / st.bw[path[0][0]], self._sent, msg)
+
+    def _ideal_path(self, dst: int) -> list:
+        """Make and cache the path to node ``dst`` (another node, routing not keyed), with no
+        bytes pending yet."""
+        st = self._st
+        # A cached path keeps its route: the topology's own route cache would only hold it twice.
+        route = st.topology.route_uncached(self.node, dst)
+        sums = st.lat_sums
+        n = len(route)
+        base = st.o_s + (sums[n] if sums is not None and n < len(sums) else st.lat_sum(route)) + st.o_r
+        min_bw = min(map(st.bw.__getitem__, route))
+        dest = st.dst_eid[route[-1]]
+        table = self.sim._svc_tables.get("_deliver")
+        fn = table[dest] if table is not None else None
+        if len(st.ideal_paths) >= self._path_cap:
+            st.flush_paths(True)
+        path = st.ideal_paths[self._path_base + dst] = [route, base, min_bw, 0, fn, n - 2, dest]
+        return path
 
     def _ideal_send(self, dst: int, msg: tuple) -> None:
         st = self._st
@@ -395,7 +423,7 @@ class NetworkNode(Entity):
             fn = table[dest] if table is not None else None
             if len(st.ideal_paths) >= self._path_cap:
                 st.flush_paths(True)
-            st.ideal_paths[self._path_base + dst] = [route, base, min_bw, nbytes, fn]
+            st.ideal_paths[self._path_base + dst] = [route, base, min_bw, nbytes, fn, len(route) - 2, dest]
 
     # -- flow model --------------------------------------------------------------------------
     def _flow_send(self, dst: int, msg: tuple) -> None:

@@ -16,6 +16,11 @@ from ..topology import KIND_EJECT, KIND_INJECT, Topology
 from .config import NetworkConfig
 
 
+def _uniform(values: np.ndarray) -> bool:
+    """Whether there is at least one link and all have the same value."""
+    return len(values) > 0 and bool((values == values[0]).all())
+
+
 class NetState:
     """Link tables and per-rank counters of a network (one per simulation per rank)."""
 
@@ -38,6 +43,10 @@ class NetState:
         self.mem_lat = config.intra_node_latency
         self.bw: list[float] = t.link_bw.tolist()
         self.lat: list[float] = t.link_lat.tolist()
+        # When every link has the same latency: the sum of the latencies of k links, added
+        # one by one as sum() adds a route's (so the same float), at index k (grown on demand
+        # by lat_sum). None otherwise.
+        self.lat_sums: list[float] | None = [0] if _uniform(t.link_lat) else None
         self.dst_eid: list[int] = link_dst_eid.tolist()
         n = t.n_links
         self.free: list[float] = [0.0] * n
@@ -75,6 +84,16 @@ class NetState:
             self.credits = CreditState(
                 topology, vcs=config.vcs, buffer_size=config.buffer_size, link_src_eid=link_src_eid
             )
+
+    def lat_sum(self, route: tuple[int, ...]) -> float:
+        """The sum of the latencies of ``route``'s links, in route order."""
+        sums = self.lat_sums
+        if sums is None:
+            return sum(map(self.lat.__getitem__, route))
+        n = len(route)
+        while len(sums) <= n:
+            sums.append(sums[-1] + self.lat[0])
+        return sums[n]
 
     @property
     def bytes(self) -> list[float]:
