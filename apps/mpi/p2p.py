@@ -294,8 +294,36 @@ class Endpoint:
             self.held[(src_w, p[3])] = p
             return
         rseq[src_w] = exp + 1
-        self._incoming(p)
         held = self.held
+        if p[0] == EAGER and not self.wild and not held:
+            # The usual case, an eager envelope in order with no wildcard receive posted:
+            # _incoming and _matched inlined (every eager message arrives here).
+            key = (p[4], p[5], p[6])
+            posted = self.posted
+            req = posted.get(key)
+            if req is None:
+                self._unexpected(key, p)
+                return
+            if req.__class__ is Request:
+                del posted[key]
+            else:
+                q = req
+                req = q.popleft()
+                if not q:
+                    del posted[key]
+            req.source = p[5]
+            req.tag = p[6]
+            req.nbytes = p[7]
+            req.data = p[8]
+            req.done = True
+            if req.watched:
+                req.watched = False
+                n = self.n_wait - 1
+                self.n_wait = n
+                if n == 0:
+                    self.proc.resume(req)
+            return
+        self._incoming(p)
         if held:
             while True:
                 exp += 1
@@ -322,20 +350,7 @@ class Endpoint:
                         return
                     break
         if req is None:
-            a = self.aseq
-            self.aseq = a + 1
-            unexp = self.unexp
-            uq = unexp.get(key)
-            if uq is None:
-                unexp[key] = (a, p)  # alone, as posted receives are (see recv)
-            elif uq.__class__ is tuple:
-                unexp[key] = deque((uq, (a, p)))
-            else:
-                uq.append((a, p))
-            pr = self.probing
-            if pr is not None and pr[0] == ctx and (pr[1] < 0 or pr[1] == src) and (pr[2] < 0 or pr[2] == tag):
-                self.probing = None
-                self.proc.resume(Status(src, tag, p[7], p[8] if p[0] == EAGER else None))
+            self._unexpected(key, p)
             return
         if q is req:
             del self.posted[key]
@@ -344,6 +359,24 @@ class Endpoint:
             if not q:
                 del self.posted[key]
         self._matched(req, p)
+
+    def _unexpected(self, key: tuple[int, int, int], p: tuple) -> None:
+        """Envelope ``p`` (key ``key``) matched no posted receive: queue it, and wake a rank
+        probing for it."""
+        a = self.aseq
+        self.aseq = a + 1
+        unexp = self.unexp
+        uq = unexp.get(key)
+        if uq is None:
+            unexp[key] = (a, p)  # alone, as posted receives are (see recv)
+        elif uq.__class__ is tuple:
+            unexp[key] = deque((uq, (a, p)))
+        else:
+            uq.append((a, p))
+        pr = self.probing
+        if pr is not None and pr[0] == key[0] and (pr[1] < 0 or pr[1] == key[1]) and (pr[2] < 0 or pr[2] == key[2]):
+            self.probing = None
+            self.proc.resume(Status(key[1], key[2], p[7], p[8] if p[0] == EAGER else None))
 
     def _matched(self, req: Request, p: tuple) -> None:
         req.source = p[5]
