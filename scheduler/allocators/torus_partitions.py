@@ -107,6 +107,8 @@ MAX_PRISMS = 20000
 #: The most (free-machine state, volume, kind) answers an allocator keeps (a pass asks again
 #: and again on the same few states: the scheduler's, and the copies its reservation plans on).
 MEMO_SIZE = 1 << 16
+#: The most partition nodes an allocator keeps sorted (a Mira partition of 64 midplanes has 32,768).
+NODES_KEPT = 1 << 22
 #: The partition kinds each policy places: the partitions least-blocking counts.
 POLICY_KINDS = {"native": ("torus",), "mesh": ("mesh",), "cfca": ("torus", "contention-free"),
                 "hybrid": ("torus", "mesh")}
@@ -206,6 +208,9 @@ class TorusPartitionAllocator(OptionsAllocator):
         self._memo: dict[tuple[bytes, int, str], int] = {}
         # (kind, catalogue index) -> (wrap, cables, midplanes): the wiring of a prism, computed once.
         self._wired: dict[tuple[str, int], tuple] = {}
+        # midplanes (bytes) -> the sorted nodes of a partition on them, up to NODES_KEPT nodes.
+        self._nodes: dict[bytes, np.ndarray] = {}
+        self._nodes_held = 0
         if self._least and not self._tabulated:
             raise UserError(
                 f"allocator {self.name!r}: option selection = 'least-blocking' counts every prism of midplanes; a "
@@ -322,8 +327,17 @@ class TorusPartitionAllocator(OptionsAllocator):
                 return None
             origin, L = found
             wrap, cables, mps = self._wire(origin, L, kind)
-        # Each midplane's row of mp_nodes is sorted: a stable sort merges the runs.
-        pnodes = np.sort(self.mp_nodes[mps].reshape(-1), kind="stable")
+        pnodes = self._nodes.get(mps.tobytes()) if self._tabulated else None
+        if pnodes is None:
+            # Each midplane's row of mp_nodes is sorted: a stable sort merges the runs.
+            pnodes = np.sort(self.mp_nodes[mps].reshape(-1), kind="stable")
+            if self._tabulated:
+                if self._nodes_held + len(pnodes) > NODES_KEPT:
+                    self._nodes.clear()
+                    self._nodes_held = 0
+                self._nodes[mps.tobytes()] = pnodes
+                self._nodes_held += len(pnodes)
+        pnodes = pnodes[:n].copy()  # (the job's own array; the kept one stays as it is)
         info = PartitionInfo(
             kind=kind,
             block_origin=origin,
@@ -335,7 +349,7 @@ class TorusPartitionAllocator(OptionsAllocator):
             midplanes=mps,
             cables=cables,
         )
-        return Placement(pnodes[:n], info)
+        return Placement(pnodes, info)
 
     def _wire(self, origin: tuple[int, ...], L: tuple[int, ...], kind: str) -> tuple:
         """(wrap flags, cable segments per dimension, midplanes) of a ``kind`` prism, its arrays
@@ -379,7 +393,9 @@ class TorusPartitionAllocator(OptionsAllocator):
         cat = self._catalogue
         if cat is None:
             cat = self._catalogue = _catalogue_for(self)
-        free = cat.free_bits(np.flatnonzero(busy))
+        cols = np.flatnonzero(busy)
+        rows = cat.rows_of(st.placements.values(), len(cols))
+        free = cat.free_bits(cols) if rows is None else cat.free_bits_of_rows(rows)
         lo, hi = cat.by_volume[vol]
         off = cat.offset[kind]
         cand = np.flatnonzero(np.unpackbits(free, count=cat.n_ref)[off + lo:off + hi])
@@ -474,10 +490,10 @@ class _Catalogue:
     order, a prism spanning a dimension at coordinate 0 only), once per kind in ``kinds``: the
     *reference partitions* (least-blocking counts them), kind ``k``'s prism ``i`` at row
     ``offset[k] + i``. ``held`` marks the midplanes and cable segments each row holds
-    (columns: the midplanes, then each dimension's segments); ``colbits[c]`` packs, over the
-    rows, those that hold column ``c``, so the rows a state blocks are the OR of its busy
-    columns' bits; :meth:`overlap` gives, per prism of a kind, the rows sharing a midplane or
-    a segment with it (bits packed, built on first use)."""
+    (columns: the midplanes, then each dimension's segments; ``size``: how many);
+    ``colbits[c]`` packs, over the rows, those that hold column ``c``, so the rows a state
+    blocks are the OR of its busy columns' bits, or of the overlap rows (:meth:`overlap`) of
+    the partitions that hold them."""
 
     def __init__(self, alloc: TorusPartitionAllocator, kinds: tuple[str, ...]):
         G, n_mp, D = alloc.grid, alloc.n_mp, alloc.D
@@ -489,6 +505,8 @@ class _Catalogue:
                 self.prisms.append((tuple(L), tuple(o)))
             self.by_volume[v] = (lo, len(self.prisms))
         P = len(self.prisms)
+        #: (shape, origin) -> prism index.
+        self.index = {p: i for i, p in enumerate(self.prisms)}
         self.kinds = kinds
         self.offset = {k: i * P for i, k in enumerate(kinds)}
         self.n_ref = P * len(kinds)
@@ -501,9 +519,10 @@ class _Catalogue:
                 for d, c in enumerate(cables):
                     held[off + i, n_mp * (1 + d) + c] = True
         self.held = held
+        self.size = held.sum(axis=1).tolist()
         self.colbits = np.packbits(held.T, axis=1)
         self._all_free = np.full(self.colbits.shape[1], 0xFF, dtype=np.uint8)
-        self._overlap: dict[str, np.ndarray] = {}
+        self._overlap: np.ndarray | None = None
 
     def free_bits(self, busy_cols: np.ndarray) -> np.ndarray:
         """Packed bits over the rows: those holding none of the columns ``busy_cols`` (the
@@ -512,17 +531,43 @@ class _Catalogue:
             return self._all_free
         return ~np.bitwise_or.reduce(self.colbits[busy_cols], axis=0)
 
-    def overlap(self, kind: str) -> np.ndarray:
-        """Row ``i``: packed bits over the rows, those sharing a midplane or a segment with
-        prism ``i`` of ``kind`` (padding bits clear)."""
-        got = self._overlap.get(kind)
-        if got is None:
-            R = self.held[self.offset[kind]:self.offset[kind] + len(self.prisms)].astype(np.float32)
-            ref = self.held.astype(np.float32)
-            # (blocks of rows keep the float product small; its entries are exact counts)
-            got = self._overlap[kind] = np.concatenate(
-                [np.packbits(R[i:i + 512] @ ref.T > 0, axis=1) for i in range(0, len(R), 512)])
-        return got
+    def rows_of(self, infos: Any, n_busy: int) -> list[int] | None:
+        """The rows of the partitions ``infos`` when they hold all ``n_busy`` busy columns;
+        None when other columns are busy too (reservations blocked into the state). The
+        partitions of a state never share a column and are all busy, so the sizes tell."""
+        index, offset, size = self.index, self.offset, self.size
+        rows = []
+        total = 0
+        for info in infos:
+            r = offset[info.kind] + index[(info.blocks, info.block_origin)]
+            rows.append(r)
+            total += size[r]
+        return rows if total == n_busy else None
+
+    def free_bits_of_rows(self, rows: list[int]) -> np.ndarray:
+        """:meth:`free_bits` of the state whose busy columns are those of the partitions in
+        ``rows``: what none of them overlaps (a few rows to OR instead of every column)."""
+        if not rows:
+            return self._all_free
+        return ~np.bitwise_or.reduce(self.overlap()[rows], axis=0)
+
+    def overlap(self, kind: str | None = None) -> np.ndarray:
+        """Row ``r`` (of ``kind``'s prisms only, when given, ``i`` for its prism ``i``):
+        packed bits over the rows, those sharing a midplane or a segment with row ``r``
+        (padding bits clear). Built on first use: per row, the OR of its columns' bits."""
+        ov = self._overlap
+        if ov is None:
+            held, colbits = self.held, self.colbits
+            ov = np.empty((self.n_ref, colbits.shape[1]), dtype=np.uint8)
+            for a in range(0, self.n_ref, 256):
+                r, c = np.nonzero(held[a:a + 256])  # row by row; every row holds a midplane
+                starts = np.searchsorted(r, np.arange(min(256, self.n_ref - a)))
+                ov[a:a + 256] = np.bitwise_or.reduceat(colbits[c], starts, axis=0)
+            self._overlap = ov
+        if kind is None:
+            return ov
+        off = self.offset[kind]
+        return ov[off:off + len(self.prisms)]
 
 
 @register_allocator

@@ -158,3 +158,16 @@ def test_placements_share_read_only_wiring():
     assert not a.info.midplanes.flags.writeable
     assert all(not c.flags.writeable for c in a.info.cables)
     a[0] = a[0]  # the node array itself is the job's own
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_catalogue_overlaps_are_the_shared_columns(name):
+    for m in range(len(MACHINES)):
+        cat = make(name, m)
+        cat.select(job(1, 8), cat.new_state())
+        cat = cat._catalogue
+        held = cat.held.astype(np.int64)
+        assert np.array_equal(cat.overlap(), np.packbits(held @ held.T > 0, axis=1))
+        for kind in cat.kinds:
+            lo = cat.offset[kind]
+            assert np.array_equal(cat.overlap(kind), cat.overlap()[lo:lo + len(cat.prisms)])
