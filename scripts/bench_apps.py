@@ -19,7 +19,11 @@ t = 0, one rank per node, each on its own nodes drawn at random from the run see
 random allocator of the interference studies places them): ``--jobs 9 --ranks 1024 --app
 even-odd --args '{"iters": 10}'`` is the Obaida & Liu case of 9 even-odd jobs filling Cielo
 (``scripts/repro_obaida_liu.py --full``); "sim runtime" is then the makespan.
-``--quick`` is one round without the P=2 run. CPU seconds are the child's user + system
+``--baseline-tree PATH`` (another checkout of simhpc, e.g. ``git worktree add /tmp/old HEAD~1``)
+also runs the ideal and packet configurations from that tree in every round, alternating
+which tree goes first: the code before a change, side by side with it (``vs base``: CPU per
+message over the baseline tree's; the simulated results must be identical, and the JSON says
+whether they were). ``--quick`` is one round without the P=2 run. CPU seconds are the child's user + system
 time (every process of an mpirun); ``run cpu s`` is the CPU of building the machine and
 running it (rank 0), ``sim cpu s`` that of ``Simulator.run`` alone and ``us/msg`` sim CPU per
 message sent.
@@ -29,7 +33,8 @@ the machine, the network and the job. Events per second = simulated events / run
 The table gives medians; the ratios compare medians. The P=2 run must reproduce the
 sequential packet run exactly (runtime, events, bytes): the JSON says whether it did.
 
-Usage: ``python scripts/bench_apps.py [--ranks 8192] [--nbytes 1024] [--iters 1] [--rounds 3]``.
+Usage: ``python scripts/bench_apps.py [--ranks 8192] [--nbytes 1024] [--iters 1] [--rounds 3]
+[--baseline-tree PATH]``.
 The last line of output is one JSON object.
 """
 
@@ -140,8 +145,13 @@ def _network(a: argparse.Namespace) -> object:
     return a.network
 
 
-def run_one(network: str, procs: int, a: argparse.Namespace) -> dict:
-    args = [os.path.abspath(__file__), "--worker", "--network", network, "--machine", a.machine, "--ranks", str(a.ranks),
+BASE = " (base)"  # the suffix of a configuration run from the baseline tree
+
+
+def run_one(network: str, procs: int, a: argparse.Namespace, tree: str | None = None) -> dict:
+    """One configuration in a fresh process; ``tree``: run it from that checkout instead."""
+    script = os.path.join(tree, "scripts", "bench_apps.py") if tree else os.path.abspath(__file__)
+    args = [script, "--worker", "--network", network, "--machine", a.machine, "--ranks", str(a.ranks),
             "--nbytes", str(a.nbytes), "--iters", str(a.iters), "--seed", str(a.seed), "--app", a.app,
             "--placement", a.placement, "--args", a.args, "--jobs", str(a.jobs)]
     if a.flow_quantum is not None:
@@ -150,9 +160,13 @@ def run_one(network: str, procs: int, a: argparse.Namespace) -> dict:
         cmd = [h.require_mpirun("bench_apps"), "-n", str(procs), sys.executable, *args]
     else:
         cmd = [sys.executable, *args]
+    env = None
+    if tree:
+        # The baseline tree's packages, not this checkout's (nor an installed copy).
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))}
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        res = h.run_json(cmd, script="bench_apps", timeout=a.timeout)
+        res = _run_json(cmd, a.timeout, env, tree)
     except subprocess.TimeoutExpired:
         # Killed at the limit: its CPU so far is a lower bound, its other figures unknown.
         nan = float("nan")
@@ -163,6 +177,14 @@ def run_one(network: str, procs: int, a: argparse.Namespace) -> dict:
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     res["cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     return res
+
+
+def _run_json(cmd: list[str], timeout: float, env: dict | None, cwd: str | None) -> dict:
+    """h.run_json, with an environment and a working directory."""
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
+    if out.returncode != 0:
+        sys.exit(f"bench_apps: {' '.join(cmd)} failed:\n{out.stderr}")
+    return h.last_json(out.stdout)
 
 
 def main() -> None:
@@ -182,6 +204,8 @@ def main() -> None:
     ap.add_argument("--no-flow", action="store_true", help="skip the flow model")
     ap.add_argument("--flow-quantum", default=None, help="also the flow model with this rate quantum, e.g. 1us")
     ap.add_argument("--no-parallel", action="store_true", help="skip the mpirun -n 2 configuration")
+    ap.add_argument("--baseline-tree", default=None, metavar="PATH",
+                    help="another checkout of simhpc: also run the ideal and packet configurations from it")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--network", default="packet", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -192,6 +216,12 @@ def main() -> None:
         return
     if a.quick:
         a.rounds, a.no_parallel = 1, True
+    base = None
+    if a.baseline_tree:
+        base = os.path.abspath(a.baseline_tree)
+        if not os.path.isfile(os.path.join(base, "scripts", "bench_apps.py")):
+            sys.exit(f"bench_apps: --baseline-tree {a.baseline_tree}: no scripts/bench_apps.py there")
+    load0 = os.getloadavg()
     configs = [("ideal", "ideal", 1), ("packet", "packet", 1)]
     if not a.no_flow:
         configs.append(("flow", "flow", 1))
@@ -199,10 +229,22 @@ def main() -> None:
         configs.append(("flow q", "flowq", 1))
     if not a.no_parallel:
         configs.append(("packet P=2", "packet", 2))
+    if base:
+        configs[2:2] = [("packet" + BASE, "packet", 1)]
+        configs[1:1] = [("ideal" + BASE, "ideal", 1)]
     runs: dict[str, list[dict]] = {name: [] for name, _, _ in configs}
     for rnd in range(a.rounds):
-        for name, network, procs in configs:
-            r = run_one(network, procs, a)
+        order = configs
+        if base and rnd % 2:
+            # Every other round the baseline tree goes first (of each pair of trees).
+            order = []
+            for c in configs:
+                if c[0].endswith(BASE) and order and order[-1][0] + BASE == c[0]:
+                    order.insert(len(order) - 1, c)
+                else:
+                    order.append(c)
+        for name, network, procs in order:
+            r = run_one(network, procs, a, base if name.endswith(BASE) else None)
             runs[name].append(r)
             if r.get("timed_out"):
                 print(f"  round {rnd + 1}/{a.rounds} {name:>11}: killed after {a.timeout:.0f} s, cpu {r['cpu_s']:7.2f} s",
@@ -220,18 +262,20 @@ def main() -> None:
         where = f"{a.jobs} concurrent jobs of {a.ranks} ranks (one per node, random nodes)"
     else:
         where = f"{a.ranks} ranks (one per node, {a.placement})"
-    print(f"{what} on {where} of {a.machine}; median of {a.rounds} round(s); {cores} cores")
-    hdr = (f"{'config':<12}{'events':>10}{'run s':>9}{'cpu s':>9}{'run cpu s':>10}{'sim cpu s':>10}{'us/msg':>9}{'set-up s':>10}"
+    load1 = os.getloadavg()
+    print(f"{what} on {where} of {a.machine}; median of {a.rounds} round(s); {cores} cores; "
+          f"load average {load0[0]:.2f} before, {load1[0]:.2f} after")
+    hdr = (f"{'config':<14}{'events':>10}{'run s':>9}{'cpu s':>9}{'run cpu s':>10}{'sim cpu s':>10}{'us/msg':>9}{'set-up s':>10}"
            f"{'events/s':>12}{'vs ideal':>10}{'cpu vs packet':>14}{'sim runtime':>14}")
     print(hdr)
     print("-" * len(hdr))
     rows = {}
     for k in runs:
         r = last[k]
-        vs = h.ratio(med[k]["wall_s"], med["ideal"]["wall_s"])
-        cvp = h.ratio(med[k]["cpu_s"], med["packet"]["cpu_s"])
+        vs = h.ratio(med[k]["wall_s"], med["ideal" + (BASE if k.endswith(BASE) else "")]["wall_s"])
+        cvp = h.ratio(med[k]["cpu_s"], med["packet" + (BASE if k.endswith(BASE) else "")]["cpu_s"])
         per_msg = h.ratio(med[k]["sim_cpu_s"], r["messages"]) * 1e6
-        print(f"{k:<12}{r['events']:>10}{med[k]['wall_s']:>9.2f}{med[k]['cpu_s']:>9.2f}{med[k]['run_cpu_s']:>10.2f}"
+        print(f"{k:<14}{r['events']:>10}{med[k]['wall_s']:>9.2f}{med[k]['cpu_s']:>9.2f}{med[k]['run_cpu_s']:>10.2f}"
               f"{med[k]['sim_cpu_s']:>10.2f}"
               f"{per_msg:>9.1f}{med[k]['setup_s']:>10.2f}{rate[k]:>12,.0f}{vs:>10.2f}{cvp:>14.3f}"
               f"{r['runtime'] * 1e6:>11.3f} us")
@@ -241,13 +285,24 @@ def main() -> None:
                    "events_per_s": h.r4(rate[k]), "wall_vs_ideal": h.r4(vs), "sim_runtime_s": r["runtime"] if r["runtime"] == r["runtime"] else None,
                    "bytes_sent": r["bytes_sent"], "messages": r["messages"]}
         if r.get("timed_out"):
-            print(f"{'':<12}(killed after {a.timeout:.0f} s: its cpu s is a lower bound, cpu vs packet too)")
+            print(f"{'':<14}(killed after {a.timeout:.0f} s: its cpu s is a lower bound, cpu vs packet too)")
             rows[k]["timed_out"] = True
         if k in ("flow", "flow q"):
             rows[k].update({f: r[f] for f in ("flows", "flow_recomputes", "flow_touched", "flow_touched_max")})
+    if base:
+        print(f"\nbaseline tree {base}: sim CPU per message, this tree over the baseline (medians):")
+        for k in ("ideal", "packet"):
+            mine, theirs = last[k], last[k + BASE]
+            same = all(mine[f] == theirs[f] for f in ("runtime", "events", "bytes_sent", "messages"))
+            us, us_b = rows[k]["sim_cpu_us_per_msg"], rows[k + BASE]["sim_cpu_us_per_msg"]
+            rows[k]["vs_baseline_tree"] = h.r4(h.ratio(us, us_b))
+            rows[k]["baseline_identical"] = same
+            print(f"  {k:<8}{us:9.2f} us/msg vs {us_b:9.2f} us/msg: {h.ratio(us, us_b):.3f}; "
+                  f"simulated results identical: {same}")
     out = {"bench": "apps", "app": a.app, "args": json.loads(a.args), "placement": a.placement, "machine": a.machine,
            "ranks": a.ranks, "jobs": a.jobs, "nbytes": a.nbytes, "iters": a.iters, "rounds": a.rounds, "cores": cores,
-           "baseline": "ideal", "results": rows,
+           "baseline": "ideal", "results": rows, "baseline_tree": base,
+           "load_avg_before": round(load0[0], 2), "load_avg_after": round(load1[0], 2),
            "packet_vs_ideal_wall": rows["packet"]["wall_vs_ideal"], "goal_s": 60.0,
            "packet_under_goal": med["packet"]["wall_s"] < 60.0}
     if "flow" in runs:
