@@ -408,7 +408,10 @@ def _pairs(rows: np.ndarray, ports: np.ndarray) -> np.ndarray:
     """(row, port) pairs: every port of ``ports`` for every row of ``rows`` (int64, m x 2)."""
     rows = np.asarray(rows, dtype=np.int64)
     ports = np.asarray(ports, dtype=np.int64)
-    return np.column_stack((np.repeat(rows, len(ports)), np.tile(ports, len(rows))))
+    out = np.empty((len(rows), len(ports), 2), dtype=np.int64)
+    out[:, :, 0] = rows[:, None]
+    out[:, :, 1] = ports[None, :]
+    return out.reshape(-1, 2)
 
 
 class JigsawState(MemoState):

@@ -38,13 +38,16 @@ class MemoEntry:
 
 
 class SelectMemo:
-    """States by the bytes of their masks, at most ``limit`` of them (then it starts anew:
-    the memo changes only the cost, never a result, so when it forgets does not matter)."""
+    """States by the bytes of their masks, in two generations of at most ``limit`` each: when
+    the newer fills up it becomes the older and the older is dropped, and an entry found in
+    the older moves to the newer. So the states in use stay and memory stays bounded (the
+    memo changes only the cost, never a result, so what it forgets does not matter)."""
 
-    __slots__ = ("entries", "limit")
+    __slots__ = ("entries", "older", "limit")
 
-    def __init__(self, limit: int = 4096):
+    def __init__(self, limit: int = 2048):
         self.entries: dict[bytes, MemoEntry] = {}
+        self.older: dict[bytes, MemoEntry] = {}
         self.limit = limit
 
     def entry(self, *masks: np.ndarray) -> MemoEntry:
@@ -54,9 +57,13 @@ class SelectMemo:
         key = b"".join([_packbits(m).tobytes() for m in masks])
         e = self.entries.get(key)
         if e is None:
+            e = self.older.pop(key, None)
+            if e is None:
+                e = MemoEntry()
             if len(self.entries) >= self.limit:
-                self.entries.clear()
-            e = self.entries[key] = MemoEntry()
+                self.older = self.entries
+                self.entries = {}
+            self.entries[key] = e
         return e
 
 
