@@ -5,11 +5,18 @@ iteration comes from a pseudo-random permutation pi of the ranks (a 4-round Feis
 keyed from the job's shared random stream, restricted to 0..p-1 by cycle walking), which any
 rank evaluates at one point in O(1): rank r is paired with pi^-1(pi(r) XOR 1). With an odd
 number of ranks the rank whose pi(r) is p - 1 sits the iteration out.
+
+The ranks of a job that share a simulation process share the draws: the job's random stream
+is seeded once per process, each iteration's permutation is made once, and the partners of
+all ranks for an iteration are computed together (:meth:`Permutation.partners`, vectorized),
+which gives every rank the same partner as evaluating the permutation at its own rank.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from ..registry import app
 from ._args import count, nbytes as _nbytes, one_of, seconds
@@ -68,6 +75,71 @@ class Permutation:
         q = self(r) ^ 1
         return self.inverse(q) if q < self.n else None
 
+    def partners(self) -> list[int]:
+        """Every rank's partner at once (-1 for none): ``partner(r)`` for r in 0..n-1."""
+        n = self.n
+        y = self._enc_all(np.arange(n, dtype=np.uint64))
+        out = y >= n
+        while out.any():  # cycle walking, for the points still outside 0..n-1
+            y[out] = self._enc_all(y[out])
+            out = y >= n
+        inv = np.empty(n, dtype=np.int64)
+        inv[y] = np.arange(n, dtype=np.int64)
+        q = y ^ np.uint64(1)
+        has = q < n
+        return np.where(has, inv[np.where(has, q, 0)], -1).tolist()
+
+    def _enc_all(self, x: np.ndarray) -> np.ndarray:
+        """:meth:`_enc` of every element of ``x`` (uint64: products wrap modulo 2^64, as
+        ``_mix``'s masks do)."""
+        h, m = np.uint64(self.half), np.uint64(self.mask)
+        left, right = x >> h, x & m
+        for k in self.keys:
+            left, right = right, left ^ (_mix_all(right ^ np.uint64(k)) & m)
+        return (left << h) | right
+
+
+def _mix_all(x: np.ndarray) -> np.ndarray:
+    """:func:`_mix` of every element of a uint64 array."""
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+class _Pairings:
+    """A job's pairings, shared by its ranks in one simulation process: permutation i uses
+    draws 4i..4i+3 of the job's "pairs" stream, as each rank drawing from its own copy of the
+    stream would; the partner lists of the last few iterations are kept. A memo: what it
+    returns depends only on its arguments, whichever rank asks first."""
+
+    KEEP = 4
+
+    def __init__(self, size: int, rng: Any):
+        self.size = size
+        self.rng = rng
+        self.perms: list[Permutation] = []
+        self.lists: dict[int, list[int]] = {}
+        self.oldest = 0  # iterations below this one had their lists dropped
+
+    def partner(self, i: int, r: int) -> int | None:
+        """Rank r's partner in permutation i; None if it has none."""
+        got = self.lists.get(i)
+        if got is None:
+            perms = self.perms
+            while len(perms) <= i:
+                perms.append(Permutation(self.size, [self.rng.getrandbits(64) for _ in range(Permutation.ROUNDS)]))
+            if i < self.oldest:  # a rank far behind the others: evaluate its partner alone
+                return perms[i].partner(r)
+            got = self.lists[i] = perms[i].partners()
+            lists = self.lists
+            while len(lists) > self.KEEP:
+                old = next(iter(lists))
+                del lists[old]
+                self.oldest = old + 1
+        q = got[r]
+        return q if q >= 0 else None
+
 
 CHECKS = {"iters": count, "nbytes": _nbytes, "mode": one_of(MODES), "compute_s": seconds}
 
@@ -78,13 +150,12 @@ def pairs(mpi: Any, *, iters: int = 10, nbytes: Any = 65536, mode: str = "random
     draws a new random pairing of all ranks every iteration; ``"fixed"`` keeps the first."""
     n = _nbytes(nbytes, "nbytes")
     c = seconds(compute_s, "compute_s")
-    rng = mpi.job_rng("pairs")
-    perm = None
-    for _ in range(iters):
-        if perm is None or mode == "random":
-            perm = Permutation(mpi.size, [rng.getrandbits(64) for _ in range(Permutation.ROUNDS)])
+    pairings = mpi.shared_cache(("pairs", mpi.job, mpi.size), lambda: _Pairings(mpi.size, mpi.job_rng("pairs")))
+    rank = mpi.rank
+    fixed = mode != "random"
+    for i in range(iters):
         if c:
             mpi.compute(c)
-        partner = perm.partner(mpi.rank)
+        partner = pairings.partner(0 if fixed else i, rank)
         if partner is not None:
             mpi.sendrecv(partner, n)

@@ -168,6 +168,28 @@ def test_pairs_permutation_is_a_bijection_with_a_symmetric_partner(n):
     assert sum(q is None for q in partners) == n % 2
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 16, 63, 100, 1000, 4097])
+def test_pairs_partner_lists_match_the_partner_of_each_rank(n):
+    for seed in range(3):
+        rng = random.Random(n * 10 + seed)
+        perm = Permutation(n, [rng.getrandbits(64) for _ in range(4)])
+        assert perm.partners() == [-1 if q is None else q for q in map(perm.partner, range(n))]
+
+
+def test_pairs_shared_pairings_give_each_rank_its_own_draws_in_any_order():
+    from apps.skeletons.pairs import _Pairings
+
+    n, iters = 37, 12
+    ref = random.Random(5)
+    perms = [Permutation(n, [ref.getrandbits(64) for _ in range(4)]) for _ in range(iters)]
+    shared = _Pairings(n, random.Random(5))
+    asks = [(i, r) for i in range(iters) for r in range(n)]
+    random.Random(1).shuffle(asks)  # ranks far behind others too (lists dropped by then)
+    for i, r in sorted(asks[: len(asks) // 2]) + asks[len(asks) // 2:]:
+        assert shared.partner(i, r) == perms[i].partner(r)
+    assert shared.oldest > 0
+
+
 def test_pairs_reshuffles_each_iteration_and_fixed_does_not():
     rng = random.Random(1)
     pairings = set()
