@@ -15,7 +15,8 @@ a script runs from a checkout as ``python scripts/X.py`` without being installed
 * ``emit`` (one JSON object, the last line of output) and ``finish`` (the same, with the
   script's wall time); ``last_json`` and ``run_json`` read that line back from a child run;
 * MPI: ``comm``, ``rank``, ``say`` (print on rank 0), ``deal`` (spread independent runs over
-  the ranks), ``find_mpirun`` / ``require_mpirun``;
+  the ranks; with ``--checkpoint DIR`` each run is saved as it ends and a rerun
+  resumes), ``find_mpirun`` / ``require_mpirun``;
 * ``traces_dir``, ``out_dir`` and ``plt`` (matplotlib without a display).
 
 Reproduction scripts run at one of three scales, ``--scale full|reduced|tiny``: ``full`` (the
@@ -75,6 +76,9 @@ def parser(doc: str, *, scales: bool = False, rounds: int | None = None, seed: i
                         help="build the scale's machines and workloads, print the setup and stop (no simulation)")
         ap.add_argument("--out", default="results", help="folder for the figure (default: results/)")
         ap.add_argument("--seeds", type=int, default=None, help="seeds per configuration (default: by scale)")
+        ap.add_argument("--checkpoint", default=None, metavar="DIR",
+                        help="save each run's result in DIR as it ends, and skip the runs already saved there "
+                             "(a stopped full-scale run resumes with the same figures)")
     else:
         ap = argparse.ArgumentParser(description=paragraphs[0])
     if rounds is not None:
@@ -249,14 +253,79 @@ def say_setup(c: Any, scale: str, what: str, full: str) -> None:
     say(c, f"full: {what}" if scale == "full" else f"{scale}: {what} (full: {full})")
 
 
-def deal(items: Sequence[Any], fn: Callable[[Any], Any], c: Any) -> list[Any]:
+def deal(items: Sequence[Any], fn: Callable[[Any], Any], c: Any, *,
+         checkpoint: Path | None = None) -> list[Any]:
     """``[fn(x) for x in items]``, the items dealt out over the MPI ranks (every rank gets
-    the whole list back, in order). Each ``fn`` call must be sequential and deterministic."""
-    if c is None or c.size == 1:
-        return [fn(x) for x in items]
-    mine = [(i, fn(x)) for i, x in enumerate(items) if i % c.size == c.rank]
-    got = dict(p for part in c.allgather(mine) for p in part)
-    return [got[i] for i in range(len(items))]
+    the whole list back, in order). Each ``fn`` call must be sequential and deterministic.
+
+    With ``checkpoint`` (a folder), each result is saved there as soon as its run ends, and
+    runs already saved there by an earlier call with the same items are not run again: a
+    full-scale study stopped by a time limit resumes where it stopped, with the same figures.
+    """
+    saved = _load_checkpoints(checkpoint) if checkpoint is not None else {}
+    todo = [(i, x) for i, x in enumerate(items) if repr(x) not in saved]
+    size, me = (1, 0) if c is None else (c.size, c.rank)
+    mine = []
+    with _Saver(checkpoint, me) as save:
+        for k, (i, x) in enumerate(todo):
+            if k % size == me:
+                t = time.process_time()
+                r = fn(x)
+                save(x, r, time.process_time() - t)
+                mine.append((i, r))
+    got = dict(mine) if c is None or size == 1 else dict(p for part in c.allgather(mine) for p in part)
+    return [got[i] if i in got else saved[repr(x)] for i, x in enumerate(items)]
+
+
+def _load_checkpoints(folder: Path) -> dict[str, Any]:
+    """``{repr(item): result}`` from the files that :class:`_Saver` wrote in ``folder``; a
+    record cut short by a kill (the last one of a file) is ignored."""
+    import pickle
+
+    out: dict[str, Any] = {}
+    for f in sorted(Path(folder).glob("runs-*.pickle")):
+        with open(f, "rb") as fh:
+            while True:
+                try:
+                    key, result = pickle.load(fh)
+                except (EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError):
+                    break
+                out[key] = result
+    return out
+
+
+class _Saver:
+    """Appends ``(repr(item), result)`` records to this process's file in a checkpoint folder
+    (one file per process, so ranks never write the same file), flushed after each run."""
+
+    def __init__(self, folder: Path | None, rank_: int) -> None:
+        self.folder, self.rank, self.fh = folder, rank_, None
+
+    def __enter__(self) -> Callable[[Any, Any, float], None]:
+        if self.folder is not None:
+            Path(self.folder).mkdir(parents=True, exist_ok=True)
+            self.fh = open(Path(self.folder) / f"runs-{os.getpid()}-r{self.rank}.pickle", "ab")
+        return self.save
+
+    def save(self, item: Any, result: Any, cpu_s: float) -> None:
+        if self.fh is None:
+            return
+        import pickle
+
+        pickle.dump((repr(item), result), self.fh)
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+        print(f"[rank {self.rank}] saved {item!r} ({cpu_s:.1f} s CPU)", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
+def checkpoint(args: argparse.Namespace, name: str) -> Path | None:
+    """The ``--checkpoint`` folder's sub-folder for one part of a script (``name``), or None."""
+    d = getattr(args, "checkpoint", None)
+    return None if d is None else Path(d) / name
 
 
 def find_mpirun() -> str | None:

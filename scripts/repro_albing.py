@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         h.finish(c, {"script": "repro_albing", "scale": sc, "dry_run": True}, t0)
         return 0
     items = [(sc, mn, p[0], s) for mn in machines for p in POLICIES for s in seeds]
-    res = dict(zip([it[1:] for it in items], h.deal(items, replay, c)))
+    res = dict(zip([it[1:] for it in items], h.deal(items, replay, c, checkpoint=h.checkpoint(args, f"albing-{sc}"))))
     figures: dict = {}
     base_label = POLICIES[0][0]
     for mname in machines:

@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         h.finish(c, {"script": "repro_jigsaw", "scale": sc, "dry_run": True}, t0)
         return 0
     items = [(sc, r, m, a[0], s) for r in radii for m in means for a in ALLOCATORS for s in seeds]
-    res = dict(zip([it[1:] for it in items], h.deal(items, run, c)))
+    res = dict(zip([it[1:] for it in items], h.deal(items, run, c, checkpoint=h.checkpoint(args, f"jigsaw-{sc}"))))
     rows, figures = [], {}
     for r in radii:
         n = topology(r).n_nodes

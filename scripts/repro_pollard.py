@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     res: dict = {}
     if args.view != "cluster":
         items = [(sc, w, a, args.network) for w in range(n_work) for a in ALLOCATORS]
-        res = dict(zip([(w, a) for _, w, a, _ in items], h.deal(items, network_run, c)))
+        res = dict(zip([(w, a) for _, w, a, _ in items], h.deal(items, network_run, c, checkpoint=h.checkpoint(args, f"pollard-network-{sc}"))))
         speed: dict[str, list[float]] = {p: [] for p in PATTERNS}
         for w in range(n_work):
             r, t = res[(w, "random")], res[(w, "t123")]
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     cl: dict = {}
     if args.view != "network":
         citems = [(sc, f, a[0], s) for f in factors for a in CLUSTER_ALLOCATORS for s in range(n_seg)]
-        cl = dict(zip([it[1:] for it in citems], h.deal(citems, cluster_run, c)))
+        cl = dict(zip([it[1:] for it in citems], h.deal(citems, cluster_run, c, checkpoint=h.checkpoint(args, f"pollard-cluster-{sc}"))))
         _, desc = cluster_jobs(sc, 1296, 1)
         rows = []
         for f in factors:

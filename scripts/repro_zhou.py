@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.view != "scheduling":
         kinds_needed = {(s, "torus") for s in sizes} | {(s, k) for s, k in COMPARE if s in sizes}
         items = [(sc, s, a, k, args.network) for s, k in sorted(kinds_needed) for a in ("alltoall", "stencil3d")]
-        res = dict(zip([it[1:4] for it in items], h.deal(items, network_run, c)))
+        res = dict(zip([it[1:4] for it in items], h.deal(items, network_run, c, checkpoint=h.checkpoint(args, f"zhou-network-{sc}"))))
         rows = []
         for s, k in COMPARE:
             if s not in sizes:
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             ds, df = _depends(p)
             for sd, fr in sorted({(sd if ds else 0.0, fr if df else 0.0) for sd, fr in points}):
                 sched_items += [(sc, p, args.selection, sd, fr, s) for s in seeds]
-        got = dict(zip([(it[1],) + it[3:] for it in sched_items], h.deal(sched_items, schedule_run, c)))
+        got = dict(zip([(it[1],) + it[3:] for it in sched_items], h.deal(sched_items, schedule_run, c, checkpoint=h.checkpoint(args, f"zhou-scheduling-{sc}"))))
 
         def figures(p, sd, fr):
             ds, df = _depends(p)

@@ -112,6 +112,37 @@ def test_harness_scale_table_and_figures(monkeypatch):
     assert h.table([["a", "1,000"]], ["name", "n"], align="lr").splitlines() == ["name  n    ", "----  -----", "a     1,000"]
 
 
+
+def test_deal_checkpoint_saves_each_run_and_a_rerun_skips_the_saved_ones(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    import harness as h
+
+    calls = []
+
+    def fn(x):
+        calls.append(x)
+        return {"x": x, "half": x[1] / 2, "nan": float("nan"), "key": {1: (x[1],)}}
+
+    items = [("full", i) for i in range(5)]
+    first = h.deal(items, fn, None, checkpoint=tmp_path / "part")
+    assert calls == items
+    calls.clear()
+    again = h.deal(items, fn, None, checkpoint=tmp_path / "part")
+    assert calls == [] and [r["key"] for r in again] == [r["key"] for r in first]
+    assert [r["half"] for r in again] == [0.0, 0.5, 1.0, 1.5, 2.0] and math.isnan(again[0]["nan"])
+    # A record cut short by a kill is run again; the records before it are kept.
+    (f,) = (tmp_path / "part").iterdir()
+    f.write_bytes(f.read_bytes()[:-5])
+    assert [r["x"] for r in h.deal(items, fn, None, checkpoint=tmp_path / "part")] == items and calls == [items[-1]]
+    calls.clear()
+    # Items not saved yet run; without a checkpoint everything runs.
+    assert [r["x"] for r in h.deal(items + [("full", 9)], fn, None, checkpoint=tmp_path / "part")][-1] == ("full", 9)
+    assert calls == [("full", 9)]
+    assert len(h.deal(items, fn, None)) == 5 and len(calls) == 6
+    ap = h.parser("T.", scales=True)
+    assert h.checkpoint(ap.parse_args([]), "a") is None
+    assert h.checkpoint(ap.parse_args(["--checkpoint", str(tmp_path)]), "a") == tmp_path / "a"
+
 TINY = {
     "bench_allocators.py": ["--probes", "10"],
     "bench_apps.py": ["--ranks", "64", "--rounds", "1", "--no-parallel"],
