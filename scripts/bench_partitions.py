@@ -6,8 +6,8 @@ scheduling view: the seeded Mira-like workload (a 30 % sensitive fraction, a 30 
 slowdown) replayed on Mira (49,152 nodes, 96 midplanes) with WFP + EASY and the partition
 allocator ``policy`` (bgq-native, bgq-mesh, bgq-cfca, bgq-hybrid) choosing ``selection``
 (least-blocking, first-fit); at 10,000 jobs it is one unit of the full-scale view. Every
-replay runs in a child process and reports the CPU (user+sys) and wall of the replay alone
-and a hash of the schedule (every job's start, end, partition and nodes). With
+replay runs in a child process (with ``--blas-threads``, default 1, BLAS threads) and
+reports the CPU (user+sys) and wall of the replay alone and a hash of the schedule (every job's start, end, partition and nodes). With
 ``--baseline-tree PATH`` (another checkout, e.g. ``git worktree add /tmp/base HEAD``) every
 configuration runs in both trees, alternating which goes first, and the script checks that
 both give the same schedule and reports the median CPU of each and their ratio.
@@ -95,6 +95,15 @@ def child(config: str, tree: str | None) -> dict:
     return h.run_json(cmd, script="bench_partitions", timeout=None)
 
 
+def limit_blas(threads: int) -> None:
+    """Children inherit at most ``threads`` BLAS/OpenMP threads: the baseline's least-blocking
+    multiplies float matrices, and idle BLAS threads spinning on a loaded machine would add
+    CPU time that is not work (a full-scale run has one process per core anyway)."""
+    if threads > 0:
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(threads)
+
+
 def view_schedules() -> dict[str, int]:
     """Schedules per policy in the full-scale scheduling view (repro_zhou: 5 seeds each)."""
     import repro_zhou as rz
@@ -117,9 +126,12 @@ def main() -> int:
     ap.add_argument("--selection", default="least-blocking", choices=SELECTIONS, help="selection for --project")
     ap.add_argument("--replay", default=None, help=argparse.SUPPRESS)  # (a child: one replay)
     ap.add_argument("--tree", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--blas-threads", type=int, default=1,
+                    help="BLAS/OpenMP threads of each replay (default 1; 0: the environment's)")
     args = ap.parse_args()
     if args.replay:
         return replay_child(args.replay, args.tree)
+    limit_blas(args.blas_threads)
     configs = [c for c in args.configs.split(",") if c]
     for c in configs:
         parse_config(c)
@@ -158,7 +170,7 @@ def main() -> int:
         rows.append(row)
         figures.append(fig)
     result = {"benchmark": "bench_partitions", "rounds": args.rounds, "baseline_tree": args.baseline_tree,
-              "cases": figures}
+              "blas_threads": args.blas_threads, "cases": figures}
     if configs:
         heads = (["policy:selection:seed:jobs", "base CPU (s)", "new CPU (s)", "speedup", "base wall (s)",
                   "new wall (s)", "same schedule"] if args.baseline_tree else
