@@ -374,6 +374,8 @@ class Simulator:
         self._outboxes[r].append((t, src._next_key(), eid, service, data))
         if t < self._min_sent:
             self._min_sent = t
+            if t + self.lookahead < self._horizon:
+                self._horizon = t + self.lookahead
         self._remember(self._remote_tables, service, eid, r)
 
     def _remember(self, tables: dict[str, list], service: str, eid: int, value: Any) -> None:
@@ -614,6 +616,8 @@ class Simulator:
 
     def _window_loop(self, exchange: Any, stop: Any) -> int:
         """The windows of a run; ``exchange`` and ``stop`` are None without a communicator."""
+        if exchange is not None:
+            from .parallel import entries_for
         heap = self._heap
         tied = self._tied
         join = self._join
@@ -634,16 +638,19 @@ class Simulator:
             t0 = _time.perf_counter()
             if idle is not None and heap[0].t == math.inf:
                 idle(self.now)
-            local_min = min(heap[0].t, self._min_sent)
+            sent = self._min_sent
+            local_min = min(heap[0].t, sent)
             self._min_sent = math.inf
             if exchange is not None:
                 payloads = None
+                entries = entries_for(heap[0].t, [min(box)[0] if box else math.inf for box in outboxes])
                 if error is None:
                     try:
                         payloads = exchange.pack(outboxes)
                     except Exception as exc:
                         error = self._transfer_error(exc, outboxes)
-                tmin, failed, signum, chunks = exchange.exchange(payloads, local_min, error is not None, stop.signum)
+                tmin, others, failed, signum, chunks = exchange.exchange(payloads, entries, error is not None,
+                                                                         stop.signum)
                 if failed:
                     self._raise_failure(error, exchange)
                 if signum:
@@ -671,8 +678,12 @@ class Simulator:
                         # Every rank learns of it at the next exchange (no window runs here).
                         error = self._delivery_error(exc, ev)
                         continue
+                # The entries for this rank leave out the events sent to it, now in its heap:
+                # with them, tmin is the global minimum, the same on every rank.
+                if heap[0].t < tmin:
+                    tmin = heap[0].t
             else:
-                tmin = local_min
+                tmin = others = local_min
             sync_s += _time.perf_counter() - t0
             if tmin >= end:
                 # Like the sequential loop: a run with an end time stops with the clock there.
@@ -682,7 +693,14 @@ class Simulator:
                         idle(end)
                 break
             windows += 1
-            wend = tmin + la
+            # This rank's window: no event can reach it before the other ranks' earliest
+            # event (or one this rank sent them last window, now in their heaps) plus the
+            # lookahead, so it runs up to there, not only to tmin + la; a remote send in
+            # the window pulls the horizon in to its time + la (Entity._send_slow,
+            # _send_remote), since the answer could come back that soon. Every rank runs
+            # the same events in the same order as with equal windows, in fewer windows
+            # when one rank's events run ahead of the others'.
+            wend = (others if others < sent else sent) + la
             if wend > end:
                 wend = end
             self._horizon = wend
@@ -700,7 +718,7 @@ class Simulator:
                             e = tied.pop()
                             if not tied:
                                 self._direct = direct
-                    elif heap[0] < wend:
+                    elif heap[0] < self._horizon:
                         e = pop(heap)
                         if heap[0] == e:
                             e = self._first_tied(e)
@@ -749,7 +767,7 @@ class Simulator:
             for t in self._type_order:
                 ranks += place(t.placement, t.name, t.count, p).tolist()
             owners.append(ranks)
-        return WindowProfile(self.predict_ranks, owners)
+        return WindowProfile(self.predict_ranks, owners, self.lookahead, self.end_time)
 
     def _resolve_delivery(self, dest: int, service: str) -> Any:
         """The callable of a remote event's first delivery to (dest, service), cached like a local send's."""
