@@ -9,8 +9,9 @@ Matching (MPI semantics)
     names (context, source or ``ANY_SOURCE``, tag or ``ANY_TAG``). An arriving message matches
     the *earliest posted* receive that accepts it, else it waits in the unexpected queue; a new
     receive takes the *earliest arrived* unexpected message it accepts. Posted receives with
-    exact source and tag live in deques keyed by ``(context, source, tag)``; those with a
-    wildcard live in one list in posting order (short in practice). Unexpected messages live
+    exact source and tag live in deques keyed by ``(context, source, tag)`` (the only one
+    posted, the common case of a rank waiting for one message, lives alone in ``one``); those
+    with a wildcard live in one list in posting order (short in practice). Unexpected messages live
     in deques keyed the same way, tagged with their arrival number.
 
 Non-overtaking
@@ -143,7 +144,7 @@ class Endpoint:
 
     __slots__ = (
         "node", "js", "w", "job", "rank_nodes", "eager", "ctrl", "net_send", "proc",
-        "posted", "wild", "unexp", "aseq", "pseq", "sseq", "rseq", "held", "rdv", "next_id",
+        "one", "posted", "wild", "unexp", "aseq", "pseq", "sseq", "rseq", "held", "rdv", "next_id",
         "n_wait", "waiting", "probing", "coll", "bytes_sent", "msgs_sent", "done", "end",
         "sleeping_until", "_rng", "world", "rdv_out", "_probe_text", "poll_s", "rec",
     )
@@ -159,6 +160,10 @@ class Endpoint:
         self.poll_s = js.poll
         self.net_send = node.net_send
         self.proc = None
+        # The posted receive with exact source and tag while it is the only one (posted is
+        # then empty): most ranks wait for one message at a time, which then costs no key and
+        # no dict. A second receive moves it to posted (see recv).
+        self.one: Request | None = None
         # (ctx, src, tag) -> the posted receive, or a deque of them when several wait.
         self.posted: dict[tuple[int, int, int], Any] = {}
         self.wild: list[Request] = []
@@ -223,20 +228,31 @@ class Endpoint:
         req.pseq = self.pseq
         self.pseq += 1
         if src >= 0 and tag >= 0:
-            # One posted receive per key is the rule: it is stored alone, and a deque is made
-            # only for a second one (a deque per message would be the costliest allocation).
-            key = (ctx, src, tag)
-            posted = self.posted
-            q = posted.get(key)
-            if q is None:
-                posted[key] = req
-            elif q.__class__ is Request:
-                posted[key] = deque((q, req))
-            else:
-                q.append(req)
+            one = self.one
+            if one is None and not self.posted:
+                self.one = req
+                return req
+            if one is not None:
+                self.one = None
+                self._post(one)
+            self._post(req)
         else:
             self.wild.append(req)
         return req
+
+    def _post(self, req: Request) -> None:
+        """Queue a posted receive with exact source and tag under its key."""
+        # One posted receive per key is the rule: it is stored alone, and a deque is made
+        # only for a second one (a deque per message would be the costliest allocation).
+        key = (req.ctx, req.peer, req.tag)
+        posted = self.posted
+        q = posted.get(key)
+        if q is None:
+            posted[key] = req
+        elif q.__class__ is Request:
+            posted[key] = deque((q, req))
+        else:
+            q.append(req)
 
     def _take_unexpected(self, ctx: int, src: int, tag: int) -> tuple | None:
         unexp = self.unexp
@@ -298,19 +314,28 @@ class Endpoint:
         if p[0] == EAGER and not self.wild and not held:
             # The usual case, an eager envelope in order with no wildcard receive posted:
             # _incoming and _matched inlined (every eager message arrives here).
-            key = (p[4], p[5], p[6])
-            posted = self.posted
-            req = posted.get(key)
-            if req is None:
-                self._unexpected(key, p)
-                return
-            if req.__class__ is Request:
-                del posted[key]
+            req = self.one
+            if req is not None:
+                # The only posted receive (posted is empty): it matches, or nothing does.
+                if req.tag == p[6] and req.peer == p[5] and req.ctx == p[4]:
+                    self.one = None
+                else:
+                    self._unexpected((p[4], p[5], p[6]), p)
+                    return
             else:
-                q = req
-                req = q.popleft()
-                if not q:
+                key = (p[4], p[5], p[6])
+                posted = self.posted
+                req = posted.get(key)
+                if req is None:
+                    self._unexpected(key, p)
+                    return
+                if req.__class__ is Request:
                     del posted[key]
+                else:
+                    q = req
+                    req = q.popleft()
+                    if not q:
+                        del posted[key]
             req.source = p[5]
             req.tag = p[6]
             req.nbytes = p[7]
@@ -334,6 +359,11 @@ class Endpoint:
                 self._incoming(nxt)
 
     def _incoming(self, p: tuple) -> None:
+        one = self.one
+        if one is not None:
+            # The general path matches against posted alone.
+            self.one = None
+            self._post(one)
         ctx = p[4]
         src = p[5]
         tag = p[6]
