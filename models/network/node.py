@@ -60,7 +60,9 @@ class NetworkNode(Entity):
         self._solver = net.solver_eid
         self._adaptive = net.topology.is_adaptive
         self._n_nodes = net.topology.n_nodes
-        self._path_base = self.node * self._n_nodes  # + dst: the key of a cached path
+        self._path_base = self.node * self._n_nodes  # + dst: the key of a cached flow path
+        # The ideal model's cached paths from this node, by destination node (see NetState).
+        self._paths: dict[int, list] = {}
         if self._ideal:
             self.net_send = self._net_send_ideal
             self._path_cap = 8 * net.topology.route_cache_size
@@ -325,7 +327,7 @@ class NetworkNode(Entity):
         """:meth:`net_send` on the ideal model, in one call for a message between two nodes on
         a cacheable path, its delivery event built here: this is the MPI layer's hottest path."""
         st = self._st
-        path = st.ideal_paths.get(self._path_base + dst)
+        path = self._paths.get(dst)
         if not 0 <= nbytes < _INF or (st.job_links and job in st.job_links):
             NetworkNode.net_send(self, dst, nbytes, payload, job, notify)
             return
@@ -382,10 +384,20 @@ class NetworkNode(Entity):
         dest = st.dst_eid[route[-1]]
         table = self.sim._svc_tables.get("_deliver")
         fn = table[dest] if table is not None else None
+        path = [route, base, min_bw, 0, fn, n - 2, dest]
+        self._keep_path(dst, path)
+        return path
+
+    def _keep_path(self, dst: int, path: list) -> None:
+        """Cache ``path`` to node ``dst`` (emptying a full cache first)."""
+        st = self._st
         if len(st.ideal_paths) >= self._path_cap:
             st.flush_paths(True)
-        path = st.ideal_paths[self._path_base + dst] = [route, base, min_bw, 0, fn, n - 2, dest]
-        return path
+        paths = self._paths
+        if not paths:
+            st.path_tables.append(paths)
+        paths[dst] = path
+        st.ideal_paths.append(path)
 
     def _ideal_send(self, dst: int, msg: tuple) -> None:
         st = self._st
@@ -421,9 +433,7 @@ class NetworkNode(Entity):
             # node on another MPI rank) and this message's bytes pending on it.
             table = self.sim._svc_tables.get("_deliver")
             fn = table[dest] if table is not None else None
-            if len(st.ideal_paths) >= self._path_cap:
-                st.flush_paths(True)
-            st.ideal_paths[self._path_base + dst] = [route, base, min_bw, nbytes, fn, len(route) - 2, dest]
+            self._keep_path(dst, [route, base, min_bw, nbytes, fn, len(route) - 2, dest])
 
     # -- flow model --------------------------------------------------------------------------
     def _flow_send(self, dst: int, msg: tuple) -> None:

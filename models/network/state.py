@@ -63,10 +63,12 @@ class NetState:
         # Jobs whose routing is restricted to their own links (link-reserving allocators):
         # job -> [allowed link mask, number of local nodes using it, route cache].
         self.job_links: dict[int, list] = {}
-        # Cached paths, keyed src * n_nodes + dst. Ideal model: see NetworkNode's "ideal
-        # model" section (route first, pending bytes fourth); flow model: (route, sum of
-        # latencies).
-        self.ideal_paths: dict[int, list] = {}
+        # Cached paths. Ideal model: every path in the order made (see NetworkNode's "ideal
+        # model" section: route first, pending bytes fourth), each also in its source node's
+        # own dict by destination; path_tables lists the node dicts holding some. Flow model:
+        # (route, sum of latencies) keyed src * n_nodes + dst.
+        self.ideal_paths: list[list] = []
+        self.path_tables: list[dict] = []
         self.flow_paths: dict[int, tuple] = {}
         # Flow model (counted by the solver's rank): flows (segments) started, rate
         # recomputations, and the flows they touched (summed and largest).
@@ -105,7 +107,7 @@ class NetState:
         """Add the bytes sent on the ideal model's cached paths to their links; with
         ``forget``, also empty the cache (it is bounded, see NetworkNode._net_send_ideal)."""
         lb = self.link_bytes
-        for path in self.ideal_paths.values():
+        for path in self.ideal_paths:
             nb = path[3]
             if nb:
                 path[3] = 0.0
@@ -113,6 +115,9 @@ class NetState:
                     lb[l] += nb
         if forget:
             self.ideal_paths.clear()
+            for table in self.path_tables:
+                table.clear()
+            self.path_tables.clear()
 
 
 @dataclass
