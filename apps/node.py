@@ -194,7 +194,7 @@ class NodeJob:
     __slots__ = (
         "spec", "job", "fn", "args", "rank_nodes", "eager", "ctrl", "poll", "algorithms", "node_model", "ranks_here",
         "eps", "left", "start", "end", "status", "error", "killed", "reported", "delivered",
-        "failed_rank", "fail_time", "tb", "timer", "routed", "results",
+        "failed_rank", "fail_time", "tb", "timer", "routed", "results", "one_ep",
     )
 
     def __init__(self, spec: LaunchSpec, node_model: NodeModel, ranks_here: int, now: float):
@@ -210,6 +210,9 @@ class NodeJob:
         self.node_model = node_model
         self.ranks_here = ranks_here
         self.eps: dict[int, Endpoint] = {}
+        # The endpoint of the job's only rank on this node (None with several): messages for
+        # the job here are all for it, found without a lookup.
+        self.one_ep: Endpoint | None = None
         self.left = ranks_here
         self.start = now
         self.end = now
@@ -234,6 +237,8 @@ class MpiNode(NetworkNode):
         super().__init__(net)
         self.shared = shared
         self._jobs: dict[int, NodeJob] = {}
+        # The job of the last message delivered here (jobs are never removed from _jobs).
+        self._last: NodeJob | None = None
         self._early_kills: dict[int, None] = {}
         #: Messages discarded per job (the job was killed, or was never launched here).
         self.discarded: dict[int, int] = {}
@@ -278,6 +283,8 @@ class MpiNode(NetworkNode):
                 recorder.attach(ep, spec, now)
             js.eps[w] = ep
             ep.proc = self.spawn(self._rank_main, js, ep, name=f"job{job}.rank{w}")
+        if len(local) == 1:
+            js.one_ep = js.eps[local[0]]
 
     def kill(self, job: int) -> None:
         """Kill this node's part of ``job``; later messages of the job are discarded."""
@@ -304,12 +311,18 @@ class MpiNode(NetworkNode):
         # NetworkNode._deliver and on_message in one call: every message arrives here.
         p = msg[4]
         job = msg[3]
-        js = self._jobs.get(job)
-        if js is None or js.killed:
+        js = self._last
+        if js is None or js.job != job:
+            js = self._jobs.get(job)
+            if js is None:
+                self.discarded[job] = self.discarded.get(job, 0) + 1
+                return
+            self._last = js
+        if js.killed:
             self.discarded[job] = self.discarded.get(job, 0) + 1
             return
         js.delivered += 1
-        ep = js.eps[p[1]]
+        ep = js.one_ep or js.eps[p[1]]
         k = p[0]
         if k < 2:
             ep.arrive(p)
