@@ -20,10 +20,10 @@ random allocator of the interference studies places them): ``--jobs 9 --ranks 10
 even-odd --args '{"iters": 10}'`` is the Obaida & Liu case of 9 even-odd jobs filling Cielo
 (``scripts/repro_obaida_liu.py --full``); "sim runtime" is then the makespan.
 ``--baseline-tree PATH`` (another checkout of simhpc, e.g. ``git worktree add /tmp/old HEAD~1``)
-also runs the ideal and packet configurations from that tree in every round, alternating
-which tree goes first: the code before a change, side by side with it (``vs base``: CPU per
-message over the baseline tree's; the simulated results must be identical, and the JSON says
-whether they were). ``--quick`` is one round without the P=2 run. CPU seconds are the child's user + system
+also runs the ideal and packet configurations from that tree in every round, alternating which
+tree goes first: the code before a change, side by side with it (CPU per message over the
+baseline tree's; the simulated results must be identical, and the JSON says whether they
+were). ``--ideal-only`` runs the ideal network alone (in both trees): the MPI layer's own cost. ``--quick`` is one round without the P=2 run. CPU seconds are the child's user + system
 time (every process of an mpirun); ``run cpu s`` is the CPU of building the machine and
 running it (rank 0), ``sim cpu s`` that of ``Simulator.run`` alone and ``us/msg`` sim CPU per
 message sent.
@@ -204,6 +204,8 @@ def main() -> None:
     ap.add_argument("--no-flow", action="store_true", help="skip the flow model")
     ap.add_argument("--flow-quantum", default=None, help="also the flow model with this rate quantum, e.g. 1us")
     ap.add_argument("--no-parallel", action="store_true", help="skip the mpirun -n 2 configuration")
+    ap.add_argument("--ideal-only", action="store_true",
+                    help="only the ideal network (no packet, flow or P=2 runs): the MPI layer's own cost")
     ap.add_argument("--baseline-tree", default=None, metavar="PATH",
                     help="another checkout of simhpc: also run the ideal and packet configurations from it")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -222,7 +224,9 @@ def main() -> None:
         if not os.path.isfile(os.path.join(base, "scripts", "bench_apps.py")):
             sys.exit(f"bench_apps: --baseline-tree {a.baseline_tree}: no scripts/bench_apps.py there")
     load0 = os.getloadavg()
-    configs = [("ideal", "ideal", 1), ("packet", "packet", 1)]
+    if a.ideal_only:
+        a.no_flow, a.no_parallel, a.flow_quantum = True, True, None
+    configs = [("ideal", "ideal", 1)] if a.ideal_only else [("ideal", "ideal", 1), ("packet", "packet", 1)]
     if not a.no_flow:
         configs.append(("flow", "flow", 1))
     if a.flow_quantum is not None:
@@ -230,7 +234,8 @@ def main() -> None:
     if not a.no_parallel:
         configs.append(("packet P=2", "packet", 2))
     if base:
-        configs[2:2] = [("packet" + BASE, "packet", 1)]
+        if not a.ideal_only:
+            configs[2:2] = [("packet" + BASE, "packet", 1)]
         configs[1:1] = [("ideal" + BASE, "ideal", 1)]
     runs: dict[str, list[dict]] = {name: [] for name, _, _ in configs}
     for rnd in range(a.rounds):
@@ -273,7 +278,8 @@ def main() -> None:
     for k in runs:
         r = last[k]
         vs = h.ratio(med[k]["wall_s"], med["ideal" + (BASE if k.endswith(BASE) else "")]["wall_s"])
-        cvp = h.ratio(med[k]["cpu_s"], med["packet" + (BASE if k.endswith(BASE) else "")]["cpu_s"])
+        pk = "packet" + (BASE if k.endswith(BASE) else "")
+        cvp = h.ratio(med[k]["cpu_s"], med[pk]["cpu_s"]) if pk in med else float("nan")
         per_msg = h.ratio(med[k]["sim_cpu_s"], r["messages"]) * 1e6
         print(f"{k:<14}{r['events']:>10}{med[k]['wall_s']:>9.2f}{med[k]['cpu_s']:>9.2f}{med[k]['run_cpu_s']:>10.2f}"
               f"{med[k]['sim_cpu_s']:>10.2f}"
@@ -291,7 +297,7 @@ def main() -> None:
             rows[k].update({f: r[f] for f in ("flows", "flow_recomputes", "flow_touched", "flow_touched_max")})
     if base:
         print(f"\nbaseline tree {base}: sim CPU per message, this tree over the baseline (medians):")
-        for k in ("ideal", "packet"):
+        for k in [k for k in ("ideal", "packet") if k in runs]:
             mine, theirs = last[k], last[k + BASE]
             same = all(mine[f] == theirs[f] for f in ("runtime", "events", "bytes_sent", "messages"))
             us, us_b = rows[k]["sim_cpu_us_per_msg"], rows[k + BASE]["sim_cpu_us_per_msg"]
@@ -303,8 +309,8 @@ def main() -> None:
            "ranks": a.ranks, "jobs": a.jobs, "nbytes": a.nbytes, "iters": a.iters, "rounds": a.rounds, "cores": cores,
            "baseline": "ideal", "results": rows, "baseline_tree": base,
            "load_avg_before": round(load0[0], 2), "load_avg_after": round(load1[0], 2),
-           "packet_vs_ideal_wall": rows["packet"]["wall_vs_ideal"], "goal_s": 60.0,
-           "packet_under_goal": med["packet"]["wall_s"] < 60.0}
+           "packet_vs_ideal_wall": rows["packet"]["wall_vs_ideal"] if "packet" in rows else None, "goal_s": 60.0,
+           "packet_under_goal": med["packet"]["wall_s"] < 60.0 if "packet" in med else None}
     if "flow" in runs:
         # An upper bound where the flow run was killed (flow_timed_out).
         out["packet_cpu_over_flow_cpu"] = h.r4(h.ratio(med["packet"]["cpu_s"], med["flow"]["cpu_s"]))
