@@ -23,8 +23,9 @@ even-odd --args '{"iters": 10}'`` is the Obaida & Liu case of 9 even-odd jobs fi
 also runs the ideal and packet configurations from that tree in every round, alternating which
 tree goes first: the code before a change, side by side with it (CPU per message over the
 baseline tree's; the simulated results must be identical, and the JSON says whether they
-were). ``--ideal-only`` runs the ideal network alone (in both trees): the MPI layer's own cost. ``--quick`` is one round without the P=2 run. CPU seconds are the child's user + system
-time (every process of an mpirun); ``run cpu s`` is the CPU of building the machine and
+were). ``--ideal-only`` runs the ideal network alone (in both trees): the MPI layer's own cost.
+``--quick`` is one round without the P=2 run. CPU seconds are the child's user + system time
+(every process of an mpirun); ``run cpu s`` is the CPU of building the machine and
 running it (rank 0), ``sim cpu s`` that of ``Simulator.run`` alone and ``us/msg`` sim CPU per
 message sent.
 
