@@ -315,10 +315,25 @@ class Comm:
                  recvtag: int | None = None, data: Any = None) -> Request:
         """Send to ``dest`` and receive from ``source`` (default: ``dest``) at the same time;
         returns the receive status. ``recvtag`` defaults to ``tag``."""
-        rreq = self.irecv(dest if source is None else source, tag if recvtag is None else recvtag)
-        sreq = self.isend(dest, nbytes, tag, data)
-        if not (rreq.done and sreq.done):
-            self._ep.wait_all([rreq, sreq])
+        # irecv then isend, inlined: an eager send makes no request here.
+        source = self._src(dest if source is None else source)
+        recvtag = self._tag(tag if recvtag is None else recvtag, True)
+        dest = self._peer(dest, "dest")
+        tag = self._tag(tag, False)
+        c = nbytes.__class__
+        if not ((c is int and nbytes >= 0) or (c is float and 0.0 <= nbytes < _INF)):
+            check_nbytes("isend", nbytes)
+        ep = self._ep
+        rreq = self._null(RECV, source, recvtag) if source == PROC_NULL else ep.recv(self, self._ctx, source, recvtag)
+        sreq = None
+        if dest != PROC_NULL:
+            ranks = self._ranks
+            sreq = ep.send(self, self._ctx, self.rank, dest, dest if ranks is None else ranks[dest], nbytes, tag, data, False)
+        if sreq is None:
+            if not rreq.done:
+                ep.wait1(rreq)
+        elif not (rreq.done and sreq.done):
+            ep.wait_all([rreq, sreq])
         return rreq
 
     def probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Status:
