@@ -194,7 +194,7 @@ def schedule_hash(jobs) -> str:
 def replay_child(config: str, tree: str | None) -> int:
     """One replay (in this process); prints its CPU, wall and schedule hash as JSON."""
     if tree:
-        sys.path.insert(0, os.path.abspath(tree))
+        h.use_tree(tree)
     import repro_jigsaw as rj
     import scheduler
     from scheduler.lifecycle import simulate

@@ -69,8 +69,7 @@ def schedule_hash(jobs) -> str:
 def replay_child(config: str, tree: str | None) -> int:
     """One replay (in this process); prints its CPU, wall and schedule hash as JSON."""
     if tree:
-        sys.path.insert(0, os.path.join(os.path.abspath(tree), "scripts"))
-        sys.path.insert(0, os.path.abspath(tree))
+        h.use_tree(tree, scripts=True)
     import repro_zhou as rz
     import scheduler
     from models.presets import get_machine

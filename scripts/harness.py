@@ -3,6 +3,7 @@
 Importing this module puts the repository root on ``sys.path`` (the packages sit there), so
 a script runs from a checkout as ``python scripts/X.py`` without being installed. It holds:
 
+* ``use_tree``: another checkout first on ``sys.path`` (a benchmark's ``--baseline-tree`` child);
 * ``parser``: the argument parser, described by the script's docstring; with ``scales=True``
   the reproductions' options ``--full`` / ``--tiny`` (default: the reduced scale), ``--out``
   and ``--seeds``; ``rounds=`` and ``seed=`` add the benchmarks' ``--rounds`` and ``--seed``;
@@ -47,6 +48,19 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+
+def use_tree(tree: str | os.PathLike, *, scripts: bool = False) -> Path:
+    """Put another checkout of simhpc (a ``--baseline-tree``) first on ``sys.path``, and with
+    ``scripts=True`` its ``scripts/`` too, so that a benchmark's child process imports that
+    tree's code; call it before importing any of the packages."""
+    root = Path(tree).resolve()
+    if scripts:
+        sys.path.insert(0, str(root / "scripts"))
+    sys.path.insert(0, str(root))
+    return root
+
 
 #: The reproduction scales, largest first.
 SCALES = ("full", "reduced", "tiny")

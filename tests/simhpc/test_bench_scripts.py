@@ -143,6 +143,17 @@ def test_deal_checkpoint_saves_each_run_and_a_rerun_skips_the_saved_ones(monkeyp
     assert h.checkpoint(ap.parse_args([]), "a") is None
     assert h.checkpoint(ap.parse_args(["--checkpoint", str(tmp_path)]), "a") == tmp_path / "a"
 
+
+@pytest.mark.parametrize("argv", [["bench_partitions.py", "--configs", "bgq-cfca:least-blocking:0:60"],
+                                  ["bench_allocators.py", "--fattree-study", "--configs", "8:4:jigsaw:0:60"]])
+def test_replay_benchmarks_compare_identical_schedules_with_a_baseline_tree(argv):
+    # This checkout as its own baseline: the schedules must hash the same.
+    root = str(SCRIPTS.parent)
+    text, res = _run(str(SCRIPTS / argv[0]), *argv[1:], "--rounds", "1", "--baseline-tree", root)
+    (case,) = res["cases"]
+    assert case["same_schedule"] is True and case["deterministic"] is True and len(case["hash"]) == 64
+    assert case["cpu_s"] > 0 and case["baseline_cpu_s"] > 0 and res["baseline_tree"] == root
+
 TINY = {
     "bench_allocators.py": ["--probes", "10"],
     "bench_apps.py": ["--ranks", "64", "--rounds", "1", "--no-parallel"],
