@@ -174,9 +174,9 @@ class Entity:
                 sim._outboxes[r].append((t, key, dest, service, data))
                 if t < sim._min_sent:
                     sim._min_sent = t
-                    # An answer could come back at t + lookahead (see Simulator._window_loop).
-                    if t + sim.lookahead < sim._horizon:
-                        sim._horizon = t + sim.lookahead
+                    # The window ends by t at the latest (see Simulator._window_loop).
+                    if t < sim._horizon:
+                        sim._horizon = t
                 return
         try:
             ent = sim._local.get(dest)

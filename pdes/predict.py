@@ -3,7 +3,8 @@
 A run with ``Simulator(predict_ranks=(2, 4, 8, 16))`` executes sequentially, records the
 time of every event and the entity it ran on, and then replays, for each rank count, the
 windows that a parallel run has under that count's placement: between two exchanges each
-rank runs its events up to the other ranks' earliest pending event plus the lookahead (see
+rank runs its events up to the global earliest pending event ``T`` plus the lookahead, or
+up to the other ranks' earliest pending event when that is later (see
 ``Simulator._window_loop``). Which events run in which window is a function of the event
 times and owners alone (an event one rank sends another in a window is counted in the
 window it is due in, which is why the window ends where the parallel run's does), and the
@@ -124,8 +125,9 @@ class WindowProfile:
 def replay_windows(per_rank: Sequence[Sequence[float]], lookahead: float, end: float) -> tuple[int, int]:
     """(windows, sum over windows of the busiest rank's events) of a parallel run whose
     ranks run the events at ``per_rank[r]`` (each in time order): at every exchange each
-    rank runs up to the least pending event time of the other ranks plus ``lookahead``
-    (at most ``end``), as ``Simulator._window_loop`` does."""
+    rank runs up to ``T + lookahead`` (``T`` the least pending event time), or further, up
+    to the least pending event time of the other ranks when that is later (at most
+    ``end``), as ``Simulator._window_loop`` does."""
     p = len(per_rank)
     n = [len(x) for x in per_rank]
     ptr = [0] * p
@@ -144,8 +146,11 @@ def replay_windows(per_rank: Sequence[Sequence[float]], lookahead: float, end: f
             return windows, critical
         windows += 1
         busiest = 0
+        floor = m1 + lookahead
         for r in range(p):
-            h = (m2 if r == i1 else m1) + lookahead
+            h = m2 if r == i1 else m1
+            if h < floor:
+                h = floor
             if h > end:
                 h = end
             if nxt[r] < h:

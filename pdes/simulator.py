@@ -374,8 +374,8 @@ class Simulator:
         self._outboxes[r].append((t, src._next_key(), eid, service, data))
         if t < self._min_sent:
             self._min_sent = t
-            if t + self.lookahead < self._horizon:
-                self._horizon = t + self.lookahead
+            if t < self._horizon:
+                self._horizon = t
         self._remember(self._remote_tables, service, eid, r)
 
     def _remember(self, tables: dict[str, list], service: str, eid: int, value: Any) -> None:
@@ -693,14 +693,19 @@ class Simulator:
                         idle(end)
                 break
             windows += 1
-            # This rank's window: no event can reach it before the other ranks' earliest
-            # event (or one this rank sent them last window, now in their heaps) plus the
-            # lookahead, so it runs up to there, not only to tmin + la; a remote send in
-            # the window pulls the horizon in to its time + la (Entity._send_slow,
-            # _send_remote), since the answer could come back that soon. Every rank runs
-            # the same events in the same order as with equal windows, in fewer windows
-            # when one rank's events run ahead of the others'.
-            wend = (others if others < sent else sent) + la
+            # This rank's window: [tmin, tmin + la) as in every conservative scheme, and
+            # further, up to the other ranks' earliest event (or one this rank sent them last
+            # window, now in their heaps), when that is later: a rank whose events run ahead
+            # of the others' (a message crossing its partition while the others wait for a
+            # compute phase to end) does in one window what equal windows do in many, and
+            # never passes the others' next event, so ranks with work in the same stretch of
+            # time keep working in the same windows. A remote send in the window at time t
+            # pulls the horizon in to t (Entity._send_slow, _send_remote): an answer could
+            # come back at t + la. Every rank runs the same events in the same order as with
+            # equal windows; only the number of exchanges falls.
+            wend = others if others < sent else sent
+            if wend < tmin + la:
+                wend = tmin + la
             if wend > end:
                 wend = end
             self._horizon = wend
