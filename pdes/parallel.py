@@ -13,7 +13,6 @@ the same exchange.
 
 from __future__ import annotations
 
-import math
 import os
 import pickle
 import signal
@@ -23,6 +22,7 @@ import threading
 from typing import Any
 
 from .mpi_wait import MAX_SOCKET_BATCH, node_meeting
+from .predict import least_two
 
 # (size, rank) environment variables of the MPI launchers (MPICH/Hydra, Open MPI, MVAPICH, PMIx).
 _LAUNCHER_VARS = (("PMI_SIZE", "PMI_RANK"), ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"),
@@ -273,12 +273,8 @@ class WindowExchange:
 
     def _others(self, mins: Any) -> float:
         """The least next-event time of the other ranks (inf when there are none)."""
-        me = self.rank
-        m = math.inf
-        for q, t in enumerate(mins):
-            if q != me and t < m:
-                m = t
-        return m
+        m1, i1, m2 = least_two(mins)
+        return m2 if i1 == self.rank else m1
 
     def close(self) -> None:
         """Release the node meeting's socket (the exchange is not used after this)."""
@@ -304,13 +300,7 @@ def entries_for(next_t: float, sent: list[float]) -> list[float]:
     (inf: none). Rank ``d`` gets its own incoming events with the batches, so they do not
     bound its window; the events sent elsewhere do, since their answers could reach it.
     """
-    m1 = m2 = math.inf
-    i1 = -1
-    for d, t in enumerate(sent):
-        if t < m1:
-            m1, m2, i1 = t, m1, d
-        elif t < m2:
-            m2 = t
+    m1, i1, m2 = least_two(sent)
     a = next_t if next_t < m1 else m1
     b = next_t if next_t < m2 else m2
     return [b if d == i1 else a for d in range(len(sent))]

@@ -122,6 +122,20 @@ class WindowProfile:
         return out
 
 
+def least_two(values: Sequence[float]) -> tuple[float, int, float]:
+    """(the least value, its first index, the least of the others) of ``values``; (inf, -1,
+    inf) when empty. The least of the values other than index ``i`` is then ``m2 if i ==
+    i1 else m1``."""
+    m1 = m2 = math.inf
+    i1 = -1
+    for i, t in enumerate(values):
+        if t < m1:
+            m1, m2, i1 = t, m1, i
+        elif t < m2:
+            m2 = t
+    return m1, i1, m2
+
+
 def replay_windows(per_rank: Sequence[Sequence[float]], lookahead: float, end: float) -> tuple[int, int]:
     """(windows, sum over windows of the busiest rank's events) of a parallel run whose
     ranks run the events at ``per_rank[r]`` (each in time order): at every exchange each
@@ -135,13 +149,7 @@ def replay_windows(per_rank: Sequence[Sequence[float]], lookahead: float, end: f
     windows = critical = 0
     while True:
         nxt = [per_rank[r][ptr[r]] if ptr[r] < n[r] else inf for r in range(p)]
-        m1 = m2 = inf
-        i1 = -1
-        for r, t in enumerate(nxt):
-            if t < m1:
-                m1, m2, i1 = t, m1, r
-            elif t < m2:
-                m2 = t
+        m1, i1, m2 = least_two(nxt)
         if m1 >= end or m1 == inf:
             return windows, critical
         windows += 1

@@ -225,38 +225,13 @@ def fattree_study(args) -> int:
         if not os.path.isfile(os.path.join(base, "scheduler", "allocators", "isolating.py")):
             sys.exit(f"bench_allocators: --baseline-tree {args.baseline_tree}: no scheduler/allocators/isolating.py there")
         trees.append(("baseline", base))
-    runs: dict = {}
-    for c in configs:
-        for r in range(args.rounds):
-            # Alternate which tree goes first, so drift in the machine's load hits both alike.
-            for name, tree in (trees if r % 2 == 0 else trees[::-1]):
-                cmd = [sys.executable, os.path.abspath(__file__), "--replay", c] + (["--tree", tree] if tree else [])
-                out = h.run_json(cmd, script="bench_allocators")
-                runs.setdefault((c, name), []).append(out)
-                print(f"  {c} {name:8s} round {r}: cpu {out['cpu_s']:.2f} s wall {out['wall_s']:.2f} s "
-                      f"{out['hash'][:12]}", file=sys.stderr)
-    rows, figures, same_all = [], [], True
-    for c in configs:
-        new = runs[(c, "new")]
-        hashes = {o["hash"] for o in new}
-        fig = {"config": c, "cpu_s": h.r4(h.median(o["cpu_s"] for o in new)),
-               "wall_s": h.r4(h.median(o["wall_s"] for o in new)), "hash": new[0]["hash"],
-               "deterministic": len(hashes) == 1}
-        row = [c, f"{fig['cpu_s']:.2f}", f"{fig['wall_s']:.2f}"]
-        if args.baseline_tree:
-            old = runs[(c, "baseline")]
-            same = hashes == {o["hash"] for o in old}
-            same_all &= same
-            fig.update(baseline_cpu_s=h.r4(h.median(o["cpu_s"] for o in old)),
-                       baseline_wall_s=h.r4(h.median(o["wall_s"] for o in old)), same_schedule=same)
-            fig["speedup_cpu"] = h.r4(h.ratio(fig["baseline_cpu_s"], fig["cpu_s"]))
-            row = [c, f"{fig['baseline_cpu_s']:.2f}", f"{fig['cpu_s']:.2f}", f"{fig['speedup_cpu']:.2f}",
-                   f"{fig['baseline_wall_s']:.2f}", f"{fig['wall_s']:.2f}", "yes" if same else "NO"]
-        rows.append(row)
-        figures.append(fig)
-    heads = (["radix:mean:allocator:seed:jobs", "base CPU (s)", "new CPU (s)", "speedup", "base wall (s)",
-              "new wall (s)", "same schedule"] if args.baseline_tree else
-             ["radix:mean:allocator:seed:jobs", "CPU (s)", "wall (s)"])
+
+    def run_one(c: str, tree: str | None) -> dict:
+        cmd = [sys.executable, os.path.abspath(__file__), "--replay", c] + (["--tree", tree] if tree else [])
+        return h.run_json(cmd, script="bench_allocators")
+
+    rows, heads, figures, same_all = h.compare_replays(configs, trees, args.rounds, run_one,
+                                                       "radix:mean:allocator:seed:jobs")
     print(f"Jigsaw-study replays (FCFS + EASY), medians of {args.rounds} rounds per tree")
     print(h.table(rows, heads))
     h.emit({"benchmark": "bench_allocators", "mode": "fattree_study", "rounds": args.rounds,

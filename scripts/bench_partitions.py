@@ -140,40 +140,11 @@ def main() -> int:
         if not os.path.isfile(os.path.join(base, "scheduler", "allocators", "torus_partitions.py")):
             sys.exit(f"bench_partitions: --baseline-tree {args.baseline_tree}: no scheduler/allocators/torus_partitions.py there")
         trees.append(("baseline", base))
-    runs: dict = {}
-    for c in configs:
-        for r in range(args.rounds):
-            # Alternate which tree goes first, so drift in the machine's load hits both alike.
-            for name, tree in (trees if r % 2 == 0 else trees[::-1]):
-                out = child(c, tree)
-                runs.setdefault((c, name), []).append(out)
-                print(f"  {c} {name:8s} round {r}: cpu {out['cpu_s']:.2f} s wall {out['wall_s']:.2f} s "
-                      f"{out['hash'][:12]}", file=sys.stderr)
-    rows, figures, same_all = [], [], True
-    for c in configs:
-        new = runs[(c, "new")]
-        hashes = {o["hash"] for o in new}
-        fig = {"config": c, "cpu_s": h.r4(h.median(o["cpu_s"] for o in new)),
-               "wall_s": h.r4(h.median(o["wall_s"] for o in new)), "hash": new[0]["hash"],
-               "deterministic": len(hashes) == 1}
-        row = [c, f"{fig['cpu_s']:.2f}", f"{fig['wall_s']:.2f}"]
-        if args.baseline_tree:
-            old = runs[(c, "baseline")]
-            same = hashes == {o["hash"] for o in old}
-            same_all &= same
-            fig.update(baseline_cpu_s=h.r4(h.median(o["cpu_s"] for o in old)),
-                       baseline_wall_s=h.r4(h.median(o["wall_s"] for o in old)), same_schedule=same)
-            fig["speedup_cpu"] = h.r4(h.ratio(fig["baseline_cpu_s"], fig["cpu_s"]))
-            row = [c, f"{fig['baseline_cpu_s']:.2f}", f"{fig['cpu_s']:.2f}", f"{fig['speedup_cpu']:.2f}",
-                   f"{fig['baseline_wall_s']:.2f}", f"{fig['wall_s']:.2f}", "yes" if same else "NO"]
-        rows.append(row)
-        figures.append(fig)
+    rows, heads, figures, same_all = h.compare_replays(configs, trees, args.rounds, child,
+                                                       "policy:selection:seed:jobs")
     result = {"benchmark": "bench_partitions", "rounds": args.rounds, "baseline_tree": args.baseline_tree,
               "blas_threads": args.blas_threads, "cases": figures}
     if configs:
-        heads = (["policy:selection:seed:jobs", "base CPU (s)", "new CPU (s)", "speedup", "base wall (s)",
-                  "new wall (s)", "same schedule"] if args.baseline_tree else
-                 ["policy:selection:seed:jobs", "CPU (s)", "wall (s)"])
         print(f"Zhou-study replays (WFP + EASY on Mira), medians of {args.rounds} rounds per tree")
         print(h.table(rows, heads))
     if args.baseline_tree:

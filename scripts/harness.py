@@ -342,6 +342,48 @@ def checkpoint(args: argparse.Namespace, name: str) -> Path | None:
     return None if d is None else Path(d) / name
 
 
+def compare_replays(configs: Sequence[str], trees: Sequence[tuple[str, str | None]], rounds: int,
+                    run_one: Callable[[str, str | None], dict], label: str) -> tuple[list, list[str], list[dict], bool]:
+    """Replays of ``configs`` in each of ``trees`` (``("new", None)`` first, then optionally
+    ``("baseline", path)``), ``rounds`` times, alternating which tree goes first so drift
+    in the machine's load hits both alike. ``run_one(config, tree)`` returns a dict with
+    ``cpu_s``, ``wall_s`` and ``hash`` (of the schedule). Returns the table's rows and
+    heads (first column ``label``), one figure dict per config (medians, whether the
+    schedule is the same in every round and in both trees, the CPU speedup over the
+    baseline) and whether every schedule matched the baseline's."""
+    runs: dict = {}
+    for c in configs:
+        for r in range(rounds):
+            for name, tree in (trees if r % 2 == 0 else list(trees)[::-1]):
+                out = run_one(c, tree)
+                runs.setdefault((c, name), []).append(out)
+                print(f"  {c} {name:8s} round {r}: cpu {out['cpu_s']:.2f} s wall {out['wall_s']:.2f} s "
+                      f"{out['hash'][:12]}", file=sys.stderr)
+    base = len(trees) > 1
+    rows, figures, same_all = [], [], True
+    for c in configs:
+        new = runs[(c, "new")]
+        hashes = {o["hash"] for o in new}
+        fig = {"config": c, "cpu_s": r4(median(o["cpu_s"] for o in new)),
+               "wall_s": r4(median(o["wall_s"] for o in new)), "hash": new[0]["hash"],
+               "deterministic": len(hashes) == 1}
+        row = [c, f"{fig['cpu_s']:.2f}", f"{fig['wall_s']:.2f}"]
+        if base:
+            old = runs[(c, "baseline")]
+            same = hashes == {o["hash"] for o in old}
+            same_all &= same
+            fig.update(baseline_cpu_s=r4(median(o["cpu_s"] for o in old)),
+                       baseline_wall_s=r4(median(o["wall_s"] for o in old)), same_schedule=same)
+            fig["speedup_cpu"] = r4(ratio(fig["baseline_cpu_s"], fig["cpu_s"]))
+            row = [c, f"{fig['baseline_cpu_s']:.2f}", f"{fig['cpu_s']:.2f}", f"{fig['speedup_cpu']:.2f}",
+                   f"{fig['baseline_wall_s']:.2f}", f"{fig['wall_s']:.2f}", "yes" if same else "NO"]
+        rows.append(row)
+        figures.append(fig)
+    heads = ([label, "base CPU (s)", "new CPU (s)", "speedup", "base wall (s)", "new wall (s)", "same schedule"]
+             if base else [label, "CPU (s)", "wall (s)"])
+    return rows, heads, figures, same_all
+
+
 def find_mpirun() -> str | None:
     """The mpirun next to this Python (a virtual environment's), else the one on PATH, else None."""
     return shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
