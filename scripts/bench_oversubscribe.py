@@ -22,7 +22,9 @@ HEAD~1``) also runs P = 2 spin and P = 4 block from that tree in every round, an
 side with it.
 
 Usage: ``python scripts/bench_oversubscribe.py [--rounds 3] [--lps 16] [--end 20000] [--suite]
-[--baseline-tree PATH]``.
+[--suite-auto] [--baseline-tree PATH]``. ``--suite --suite-auto`` times only the suite runs
+that ``auto`` picks on 2 cores (``-n 2`` spin, ``-n 4`` block), in both trees, interleaved
+over the rounds, and reports medians.
 The last line of output is one JSON object.
 """
 
@@ -76,6 +78,34 @@ def run_suite(ranks: int, mode: str, tree: str | None = None) -> tuple[float, fl
     return time.perf_counter() - t0, cpu_children() - c0, p.returncode == 0
 
 
+def suite_auto(rounds: int, base: str | None) -> dict:
+    """The suite at -n 2 spin and -n 4 block (what auto picks on 2 cores), in this tree and
+    the baseline tree, interleaved over ``rounds``; prints the table, returns the figures."""
+    trees = [("this", None)] + ([("baseline", base)] if base else [])
+    walls: dict = {}
+    cpus: dict = {}
+    ok = True
+    for r in range(rounds):
+        for name, tree in (trees if r % 2 == 0 else trees[::-1]):
+            for p, m in ((2, "spin"), (4, "block")):
+                wall, c, passed = run_suite(p, m, tree)
+                ok &= passed
+                walls.setdefault((name, p), []).append(wall)
+                cpus.setdefault((name, p), []).append(c)
+                print(f"  round {r} {name} suite -n {p} {m}: {wall:.1f} s wall, {c:.1f} s CPU, passed {passed}",
+                      file=sys.stderr)
+    rows, out = [], {"rounds": rounds, "passed": ok}
+    for name, _ in trees:
+        w2, w4 = h.median(walls[(name, 2)]), h.median(walls[(name, 4)])
+        c2, c4 = h.median(cpus[(name, 2)]), h.median(cpus[(name, 4)])
+        out[name] = {"n2_wall_s": h.r4(w2), "n4_wall_s": h.r4(w4), "n4_over_n2": h.r4(h.ratio(w4, w2)),
+                     "n2_cpu_s": h.r4(c2), "n4_cpu_s": h.r4(c4)}
+        rows.append([name, f"{w2:.1f}", f"{w4:.1f}", f"{w4 / w2:.2f}", f"{c2:.1f}", f"{c4:.1f}"])
+    print(f"\nMPI test suite (tests/mpi), auto's modes on 2 cores, medians of {rounds}")
+    print(h.table(rows, ["tree", "-n 2 spin wall s", "-n 4 block wall s", "n4/n2", "-n 2 cpu s", "-n 4 cpu s"]))
+    return out
+
+
 def _name(cfg: tuple) -> str:
     name = "seq" if cfg[0] is None else f"P={cfg[0]} {cfg[1]}"
     return name + " (baseline tree)" if len(cfg) == 3 else name
@@ -86,6 +116,9 @@ def main() -> None:
     ap.add_argument("--lps", type=int, default=16)
     ap.add_argument("--end", type=float, default=20000.0)
     ap.add_argument("--suite", action="store_true", help="also time tests/mpi at -n 2 and -n 4 in both modes")
+    ap.add_argument("--suite-auto", action="store_true",
+                    help="with --suite: only the modes auto picks on 2 cores (spin at -n 2, block at -n 4), "
+                         "interleaved with the baseline tree's, --rounds times (medians)")
     ap.add_argument("--baseline-tree", default=None, metavar="PATH",
                     help="another checkout of simhpc: also run P=2 spin and P=4 block from it")
     a = ap.parse_args()
@@ -139,7 +172,9 @@ def main() -> None:
                "block_vs_spin_p4_cpu": h.r4(h.ratio(cpu[(4, "block")], cpu[(4, "spin")])), "baseline_tree": base}
     if base:
         figures["p4_block_vs_baseline_tree_wall"] = h.r4(h.ratio(med[(4, "block")], med[(4, "block", base)]))
-    if a.suite:
+    if a.suite and a.suite_auto:
+        figures["suite"] = suite_auto(a.rounds, base)
+    elif a.suite:
         srows, sres = [], {}
         for m in MODES:
             for p in (2, 4):
