@@ -174,9 +174,6 @@ class Entity:
                 sim._outboxes[r].append((t, key, dest, service, data))
                 if t < sim._min_sent:
                     sim._min_sent = t
-                    # The window ends by t at the latest (see Simulator._window_loop).
-                    if t < sim._horizon:
-                        sim._horizon = t
                 return
         try:
             ent = sim._local.get(dest)

@@ -22,7 +22,6 @@ import threading
 from typing import Any
 
 from .mpi_wait import MAX_SOCKET_BATCH, node_meeting
-from .predict import least_two
 
 # (size, rank) environment variables of the MPI launchers (MPICH/Hydra, Open MPI, MVAPICH, PMIx).
 _LAUNCHER_VARS = (("PMI_SIZE", "PMI_RANK"), ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"),
@@ -196,20 +195,17 @@ class WindowExchange:
                 box.clear()
         return payloads
 
-    def exchange(self, payloads: list[bytes] | None, entries: list[float], failed: bool,
-                 signum: int = 0) -> tuple[float, float, bool, int, list]:
+    def exchange(self, payloads: list[bytes] | None, local_min: float, failed: bool,
+                 signum: int = 0) -> tuple[float, bool, int, list]:
         """Swap packed remote events with every rank (collectives only: nothing here can fail
         on one rank alone, so every rank always takes the same path).
 
         ``payloads`` is the result of :meth:`pack`, or None when this rank sends nothing
-        (after a failure); ``entries[d]`` is this rank's entry for rank ``d``: the least
-        time of its next event and of the events it sent in the last window to ranks other
-        than ``d`` (see :func:`entries_for`); ``signum`` is the signal that asks this rank to
-        stop (0: none). Returns (the least entry of all ranks for this one, its own
-        included; the least of the other ranks' entries (inf when alone); whether any rank
-        failed; the stop signal of any rank (0: none; the largest number when several); the
-        received chunks for :meth:`unpack`). No events travel when a rank failed or asked
-        to stop.
+        (after a failure); ``signum`` is the signal that asks this rank to stop (0: none).
+        Returns (global minimum next-event time over all heaps and in-flight events, whether
+        any rank failed, the stop signal of any rank (0: none; the largest number when
+        several), the received chunks for :meth:`unpack`). No events travel when a rank
+        failed or asked to stop.
         """
         size = self.size
         if payloads is None:
@@ -223,35 +219,32 @@ class WindowExchange:
         if meeting is not None and self.one_node:
             # Every other rank gets, in one datagram, this rank's entry for it and, when this
             # rank's batches are small enough for the sockets, its batch for it.
-            got4, batches = meeting.meet([(len(b), m, total, err) for b, m in zip(payloads, entries)],
+            got4, batches = meeting.meet([(len(b), local_min, total, err) for b in payloads],
                                          payloads if total <= MAX_SOCKET_BATCH else None)
             if not any([g[3] for g in got4]) and max([g[2] for g in got4]) <= MAX_SOCKET_BATCH:
                 # No failure, and every rank's batches came with its entry (every rank sees the
                 # same entries, so every rank takes this path).
                 self.bytes_sent += total
-                mins = [g[1] for g in got4]
-                return min(mins), self._others(mins), False, 0, [b for b in batches if b]
+                return min([g[1] for g in got4]), False, 0, [b for b in batches if b]
             got = tuple(x for g in got4 for x in g)
         else:
             vals: list[float] = []
-            for b, m in zip(payloads, entries):
-                vals += (len(b), m, total, err)
+            for b in payloads:
+                vals += (len(b), local_min, total, err)
             fmt = self._fmt
             fmt.pack_into(self._meta_send, 0, *vals)
             if meeting is not None:
                 meeting.rows(b"")  # the node's ranks have all arrived before the collective
             self.comm.Alltoall(self._spec_send, self._spec_recv)
             got = fmt.unpack_from(self._meta_recv)
-        mins = got[1::4]
-        tmin = min(mins)
-        others = self._others(mins)
+        tmin = min(got[1::4])
         flags = got[3::4]
         any_failed = max(flags) > 0.0
         lowest = min(flags)
         stop = -int(lowest) if lowest < 0.0 else 0
         chunks: list = []
         if any_failed or stop or not any(got[2::4]):
-            return tmin, others, any_failed, stop, chunks
+            return tmin, any_failed, stop, chunks
         self.bytes_sent += total
         scounts = [len(b) for b in payloads]
         rcounts = [int(x) for x in got[0::4]]
@@ -269,12 +262,7 @@ class WindowExchange:
             n = rcounts[j]
             if n:
                 chunks.append(mv[rdispl[j] : rdispl[j] + n])
-        return tmin, others, any_failed, 0, chunks
-
-    def _others(self, mins: Any) -> float:
-        """The least next-event time of the other ranks (inf when there are none)."""
-        m1, i1, m2 = least_two(mins)
-        return m2 if i1 == self.rank else m1
+        return tmin, any_failed, 0, chunks
 
     def close(self) -> None:
         """Release the node meeting's socket (the exchange is not used after this)."""
@@ -291,16 +279,3 @@ class WindowExchange:
             self.recv_events += len(batch)
             received += batch
         return received
-
-
-def entries_for(next_t: float, sent: list[float]) -> list[float]:
-    """Each destination's table entry: ``min(next_t, sends to ranks other than it)``.
-
-    ``sent[d]`` is the least time of the events this rank sent to rank ``d`` in the window
-    (inf: none). Rank ``d`` gets its own incoming events with the batches, so they do not
-    bound its window; the events sent elsewhere do, since their answers could reach it.
-    """
-    m1, i1, m2 = least_two(sent)
-    a = next_t if next_t < m1 else m1
-    b = next_t if next_t < m2 else m2
-    return [b if d == i1 else a for d in range(len(sent))]

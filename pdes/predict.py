@@ -1,18 +1,12 @@
 """What a run would do in parallel, measured on one rank: the kernel's statistics mode.
 
-A run with ``Simulator(predict_ranks=(2, 4, 8, 16))`` executes sequentially, records the
-time of every event and the entity it ran on, and then replays, for each rank count, the
-windows that a parallel run has under that count's placement: between two exchanges each
-rank runs its events up to the global earliest pending event ``T`` plus the lookahead, or
-up to the other ranks' earliest pending event when that is later (see
-``Simulator._window_loop``). Which events run in which window is a function of the event
-times and owners alone (an event one rank sends another in a window is counted in the
-window it is due in, which is why the window ends where the parallel run's does), and the
-events and their times do not depend on the number of ranks, so the figures are exactly
-those of the parallel run:
+A run with ``Simulator(predict_ranks=(2, 4, 8, 16))`` executes sequentially in the windows
+that a parallel run has (``[T, T + lookahead)`` with ``T`` the global minimum next-event
+time: the same windows for any number of ranks), and attributes every event to the rank
+that would own its entity under each rank count's placement. Because results and windows
+do not depend on the number of ranks, the figures are exactly those of the parallel run:
 
-* ``windows`` and ``events_per_window_per_rank``: the exchanges, and the mean work a rank
-  has between two of them;
+* ``events_per_window_per_rank``: the mean work a rank has between two exchanges;
 * ``remote_fraction``: the events that crossed ranks, over all events executed (events
   sent past the end time are never executed and not counted here, while the parallel run's
   ``RunStats.remote_events`` counts every event it sent across);
@@ -26,13 +20,8 @@ those of the parallel run:
 
 from __future__ import annotations
 
-import math
-from array import array
-from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Sequence
-
-import numpy as np
 
 from .entity import KEY_SHIFT, Entity
 from .errors import ConfigError
@@ -65,22 +54,23 @@ def check_predict_ranks(value: Any) -> tuple[int, ...]:
 
 
 class WindowProfile:
-    """Records, during a sequential run, every event's time and entity (:meth:`count`);
-    :meth:`result` replays each rank count's windows over them and gives the
-    :class:`RankPrediction` of each count."""
+    """Counts, during a sequential windowed run, each event against its owner's rank for
+    every predicted rank count; :meth:`end_window` closes a window, :meth:`result` gives
+    the :class:`RankPrediction` of each rank count."""
 
-    def __init__(self, ps: Sequence[int], owner_ranks: Sequence[list[int]], lookahead: float, end: float):
+    def __init__(self, ps: Sequence[int], owner_ranks: Sequence[list[int]]):
         self.ps = tuple(ps)
         # One list per rank count: the rank of every entity id.
         self.owner = list(owner_ranks)
-        self.lookahead = lookahead
-        self.end = end
+        self.counts = [[0] * p for p in self.ps]
+        self.totals = [[0] * p for p in self.ps]
+        self.critical = [0] * len(self.ps)
         self.remote = [0] * len(self.ps)
-        self.times = array("d")
-        self.eids = array("q")
+        self.windows = 0
+        self.events = 0
 
     def count(self, e: Any) -> None:
-        """Record the event ``e`` (about to run) against its entity."""
+        """Attribute the event ``e`` (about to run) to its entity's rank."""
         s = getattr(e.fn, "__self__", None)
         if isinstance(s, Entity):
             eid = s.eid
@@ -88,85 +78,37 @@ class WindowProfile:
             eid = s.entity.eid
         else:
             return  # the kernel's own events (the end-of-run guard)
-        self.times.append(e.t)
-        self.eids.append(eid)
+        self.events += 1
         sender = e.key >> KEY_SHIFT
         for k, ranks in enumerate(self.owner):
-            if 0 <= sender < len(ranks) and ranks[sender] != ranks[eid]:
+            r = ranks[eid]
+            self.counts[k][r] += 1
+            if 0 <= sender < len(ranks) and ranks[sender] != r:
                 self.remote[k] += 1
 
     def end_window(self) -> None:
-        """Nothing to do: the windows of each rank count are replayed in :meth:`result`."""
+        self.windows += 1
+        for k, c in enumerate(self.counts):
+            self.critical[k] += max(c)
+            t = self.totals[k]
+            for r, n in enumerate(c):
+                if n:
+                    t[r] += n
+                    c[r] = 0
 
     def result(self) -> dict[int, RankPrediction]:
         out = {}
-        ev = len(self.times)
-        times = np.frombuffer(self.times, dtype=np.float64) if ev else np.zeros(0)
-        eids = np.frombuffer(self.eids, dtype=np.int64) if ev else np.zeros(0, dtype=np.int64)
+        ev = self.events
         for k, p in enumerate(self.ps):
-            rank_of = np.asarray(self.owner[k], dtype=np.int64)[eids]
-            # Each rank's event times, in the order they ran (a stable sort keeps it).
-            order = np.argsort(rank_of, kind="stable")
-            bounds = np.searchsorted(rank_of[order], np.arange(p + 1))
-            per_rank = [times[order[bounds[r]:bounds[r + 1]]].tolist() for r in range(p)]
-            windows, critical = replay_windows(per_rank, self.lookahead, self.end)
-            totals = [len(x) for x in per_rank]
             out[p] = RankPrediction(
-                ranks=p, windows=windows, events=ev,
-                events_per_window_per_rank=ev / (windows * p) if windows else 0.0,
+                ranks=p, windows=self.windows, events=ev,
+                events_per_window_per_rank=ev / (self.windows * p) if self.windows else 0.0,
                 remote_fraction=self.remote[k] / ev if ev else 0.0,
-                busiest_rank_share=max(totals) / ev if ev else 0.0,
-                speedup_bound=ev / critical if critical else 1.0,
-                events_per_rank=tuple(totals),
+                busiest_rank_share=max(self.totals[k]) / ev if ev else 0.0,
+                speedup_bound=ev / self.critical[k] if self.critical[k] else 1.0,
+                events_per_rank=tuple(self.totals[k]),
             )
         return out
-
-
-def least_two(values: Sequence[float]) -> tuple[float, int, float]:
-    """(the least value, its first index, the least of the others) of ``values``; (inf, -1,
-    inf) when empty. The least of the values other than index ``i`` is then ``m2 if i ==
-    i1 else m1``."""
-    m1 = m2 = math.inf
-    i1 = -1
-    for i, t in enumerate(values):
-        if t < m1:
-            m1, m2, i1 = t, m1, i
-        elif t < m2:
-            m2 = t
-    return m1, i1, m2
-
-
-def replay_windows(per_rank: Sequence[Sequence[float]], lookahead: float, end: float) -> tuple[int, int]:
-    """(windows, sum over windows of the busiest rank's events) of a parallel run whose
-    ranks run the events at ``per_rank[r]`` (each in time order): at every exchange each
-    rank runs up to ``T + lookahead`` (``T`` the least pending event time), or further, up
-    to the least pending event time of the other ranks when that is later (at most
-    ``end``), as ``Simulator._window_loop`` does."""
-    p = len(per_rank)
-    n = [len(x) for x in per_rank]
-    ptr = [0] * p
-    inf = math.inf
-    windows = critical = 0
-    while True:
-        nxt = [per_rank[r][ptr[r]] if ptr[r] < n[r] else inf for r in range(p)]
-        m1, i1, m2 = least_two(nxt)
-        if m1 >= end or m1 == inf:
-            return windows, critical
-        windows += 1
-        busiest = 0
-        floor = m1 + lookahead
-        for r in range(p):
-            h = m2 if r == i1 else m1
-            if h < floor:
-                h = floor
-            if h > end:
-                h = end
-            if nxt[r] < h:
-                j = bisect_left(per_rank[r], h, ptr[r])
-                if j - ptr[r] > busiest:
-                    busiest = j - ptr[r]
-                ptr[r] = j
-        critical += busiest
 
 
 def prediction_table(pred: dict[int, RankPrediction]) -> str:

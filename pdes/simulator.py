@@ -374,8 +374,6 @@ class Simulator:
         self._outboxes[r].append((t, src._next_key(), eid, service, data))
         if t < self._min_sent:
             self._min_sent = t
-            if t < self._horizon:
-                self._horizon = t
         self._remember(self._remote_tables, service, eid, r)
 
     def _remember(self, tables: dict[str, list], service: str, eid: int, value: Any) -> None:
@@ -616,8 +614,6 @@ class Simulator:
 
     def _window_loop(self, exchange: Any, stop: Any) -> int:
         """The windows of a run; ``exchange`` and ``stop`` are None without a communicator."""
-        if exchange is not None:
-            from .parallel import entries_for
         heap = self._heap
         tied = self._tied
         join = self._join
@@ -638,19 +634,16 @@ class Simulator:
             t0 = _time.perf_counter()
             if idle is not None and heap[0].t == math.inf:
                 idle(self.now)
-            sent = self._min_sent
-            local_min = min(heap[0].t, sent)
+            local_min = min(heap[0].t, self._min_sent)
             self._min_sent = math.inf
             if exchange is not None:
                 payloads = None
-                entries = entries_for(heap[0].t, [min(box)[0] if box else math.inf for box in outboxes])
                 if error is None:
                     try:
                         payloads = exchange.pack(outboxes)
                     except Exception as exc:
                         error = self._transfer_error(exc, outboxes)
-                tmin, others, failed, signum, chunks = exchange.exchange(payloads, entries, error is not None,
-                                                                         stop.signum)
+                tmin, failed, signum, chunks = exchange.exchange(payloads, local_min, error is not None, stop.signum)
                 if failed:
                     self._raise_failure(error, exchange)
                 if signum:
@@ -678,12 +671,8 @@ class Simulator:
                         # Every rank learns of it at the next exchange (no window runs here).
                         error = self._delivery_error(exc, ev)
                         continue
-                # The entries for this rank leave out the events sent to it, now in its heap:
-                # with them, tmin is the global minimum, the same on every rank.
-                if heap[0].t < tmin:
-                    tmin = heap[0].t
             else:
-                tmin = others = local_min
+                tmin = local_min
             sync_s += _time.perf_counter() - t0
             if tmin >= end:
                 # Like the sequential loop: a run with an end time stops with the clock there.
@@ -693,19 +682,7 @@ class Simulator:
                         idle(end)
                 break
             windows += 1
-            # This rank's window: [tmin, tmin + la) as in every conservative scheme, and
-            # further, up to the other ranks' earliest event (or one this rank sent them last
-            # window, now in their heaps), when that is later: a rank whose events run ahead
-            # of the others' (a message crossing its partition while the others wait for a
-            # compute phase to end) does in one window what equal windows do in many, and
-            # never passes the others' next event, so ranks with work in the same stretch of
-            # time keep working in the same windows. A remote send in the window at time t
-            # pulls the horizon in to t (Entity._send_slow, _send_remote): an answer could
-            # come back at t + la. Every rank runs the same events in the same order as with
-            # equal windows; only the number of exchanges falls.
-            wend = others if others < sent else sent
-            if wend < tmin + la:
-                wend = tmin + la
+            wend = tmin + la
             if wend > end:
                 wend = end
             self._horizon = wend
@@ -723,7 +700,7 @@ class Simulator:
                             e = tied.pop()
                             if not tied:
                                 self._direct = direct
-                    elif heap[0] < self._horizon:
+                    elif heap[0] < wend:
                         e = pop(heap)
                         if heap[0] == e:
                             e = self._first_tied(e)
@@ -772,7 +749,7 @@ class Simulator:
             for t in self._type_order:
                 ranks += place(t.placement, t.name, t.count, p).tolist()
             owners.append(ranks)
-        return WindowProfile(self.predict_ranks, owners, self.lookahead, self.end_time)
+        return WindowProfile(self.predict_ranks, owners)
 
     def _resolve_delivery(self, dest: int, service: str) -> Any:
         """The callable of a remote event's first delivery to (dest, service), cached like a local send's."""

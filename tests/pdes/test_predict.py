@@ -16,12 +16,8 @@ def test_prediction_leaves_the_results_alone_and_counts_every_event():
     assert sorted(st.predicted) == [1, 2, 4]
     one = st.predicted[1]
     assert one.speedup_bound == 1.0 and one.remote_fraction == 0.0 and one.events_per_rank == (st.events,)
-    # One rank never waits for another: one window. More ranks: at most the equal windows
-    # [T, T + lookahead) of the sequential statistics run (st.windows), since each rank runs
-    # up to the others' earliest event + lookahead >= T + lookahead.
-    assert one.windows == 1
     for k, r in st.predicted.items():
-        assert 0 < r.windows <= st.windows and sum(r.events_per_rank) == st.events == r.events
+        assert r.windows == st.windows > 0 and sum(r.events_per_rank) == st.events == r.events
         assert r.busiest_rank_share == max(r.events_per_rank) / st.events
         assert 1.0 <= r.speedup_bound <= k
     # Four regions on four ranks: each rank's events are its region's; half the sends cross.
@@ -45,38 +41,6 @@ def test_a_run_that_cannot_be_split_has_a_bound_of_one():
     # One event in flight at a time: every window has one event, on one rank.
     for r in st.predicted.values():
         assert r.speedup_bound == 1.0 and r.remote_fraction > 0.9
-
-
-def test_replayed_windows_run_each_rank_up_to_the_others_next_event_plus_the_lookahead():
-    from pdes.predict import replay_windows
-
-    ten = [float(t) for t in range(10)]
-    assert replay_windows([ten], 1.0, float("inf")) == (1, 10)  # alone: one window
-    # Rank 1's event at 100 lets rank 0 run all ten at once; then rank 1 runs alone.
-    assert replay_windows([ten, [100.0]], 1.0, float("inf")) == (2, 11)
-    # Interleaved ranks advance one lookahead past the other's next event each window.
-    assert replay_windows([[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]], 1.0, float("inf")) == (6, 6)
-    assert replay_windows([[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]], 2.5, float("inf")) == (2, 4)
-    # Nothing at or past the end runs; an empty run has no window.
-    assert replay_windows([ten, []], 1.0, 4.5) == (1, 5) and replay_windows([[], []], 1.0, 9.0) == (0, 0)
-
-
-def test_a_rank_ahead_of_the_others_runs_in_fewer_windows():
-    class Local(Entity):
-        # Entity 0 runs a chain of local hops; entity 1 (the other rank) waits until t = 40.
-        def __init__(self):
-            self.send(self.eid, "hop", 0, delay=0.0 if self.index == 0 else 40.0)
-
-        def hop(self, k):
-            if self.index == 0 and k < 30:
-                self.send(self.eid, "hop", k + 1, delay=1.0)
-
-    sim = Simulator(lookahead=1.0, predict_ranks=(2,))
-    sim.add_entities(Local, 2, placement="block")
-    st = sim.run()
-    # Equal windows of one lookahead take one window per hop; rank 0 runs its chain up to
-    # rank 1's event at 40 + 1 in one window, then rank 1 runs its event.
-    assert st.windows == 32 and st.predicted[2].windows == 2 and st.predicted[2].events_per_rank == (31, 1)
 
 
 @pytest.mark.parametrize("kw,match", [({"predict_ranks": (0, 2)}, "whole numbers >= 1"),
