@@ -377,14 +377,12 @@ class NetworkNode(Entity):
         st = self._st
         # A cached path keeps its route: the topology's own route cache would only hold it twice.
         route = st.topology.route_uncached(self.node, dst)
-        sums = st.lat_sums
-        n = len(route)
-        base = st.o_s + (sums[n] if sums is not None and n < len(sums) else st.lat_sum(route)) + st.o_r
+        base = st.o_s + st.lat_sum(route) + st.o_r
         min_bw = min(map(st.bw.__getitem__, route))
         dest = st.dst_eid[route[-1]]
         table = self.sim._svc_tables.get("_deliver")
         fn = table[dest] if table is not None else None
-        path = [route, base, min_bw, 0, fn, n - 2, dest]
+        path = [route, base, min_bw, 0, fn, len(route) - 2, dest]
         self._keep_path(dst, path)
         return path
 
@@ -406,14 +404,17 @@ class NetworkNode(Entity):
         restricted = bool(st.job_links) and msg[3] in st.job_links
         nbytes = msg[2]
         cached = not (self._keyed or restricted)
-        # A cached path keeps its route: the topology's own route cache would only hold it twice.
-        route = st.topology.route_uncached(self.node, dst) if cached else self._route_for(msg[3], dst, msg[1])
-        lat = st.lat
-        bw = st.bw
-        base = st.o_s + sum(map(lat.__getitem__, route)) + st.o_r
-        min_bw = min(map(bw.__getitem__, route))
-        dest = st.dst_eid[route[-1]]
-        if not cached:
+        if cached:
+            # A path _net_send_ideal did not find (a node id that is not a plain int): cache it,
+            # with this message's bytes pending on it.
+            path = self._ideal_path(dst)
+            path[3] = nbytes
+            route, base, min_bw, dest = path[0], path[1], path[2], path[6]
+        else:
+            route = self._route_for(msg[3], dst, msg[1])
+            base = st.o_s + st.lat_sum(route) + st.o_r
+            min_bw = min(map(st.bw.__getitem__, route))
+            dest = st.dst_eid[route[-1]]
             sbytes = st.link_bytes
             for l in route:
                 sbytes[l] += nbytes
@@ -427,13 +428,11 @@ class NetworkNode(Entity):
         # Delivered o_r after the last byte: the receive overhead is part of the one event.
         self.send(dest, "_deliver", msg, base + nbytes / min_bw)
         if msg[5]:
-            self.after(st.o_s + nbytes / bw[route[0]], self._sent, msg)
-        if cached:
-            # Cache the path, with the delivery callable the send above resolved (None for a
-            # node on another MPI rank) and this message's bytes pending on it.
+            self.after(st.o_s + nbytes / st.bw[route[0]], self._sent, msg)
+        if cached and path[4] is None:
+            # The send above resolved the delivery callable (None for a node on another rank).
             table = self.sim._svc_tables.get("_deliver")
-            fn = table[dest] if table is not None else None
-            self._keep_path(dst, [route, base, min_bw, nbytes, fn, len(route) - 2, dest])
+            path[4] = table[dest] if table is not None else None
 
     # -- flow model --------------------------------------------------------------------------
     def _flow_send(self, dst: int, msg: tuple) -> None:
