@@ -50,6 +50,11 @@ class SelectMemo:
         self.older: dict[bytes, MemoEntry] = {}
         self.limit = limit
 
+    def clear(self) -> None:
+        """Forget every state."""
+        self.entries.clear()
+        self.older.clear()
+
     def entry(self, *masks: np.ndarray) -> MemoEntry:
         """The entry of the state whose boolean ``masks`` are given (created if new). The
         masks of one allocator have fixed shapes, so their packed bytes, joined, name the

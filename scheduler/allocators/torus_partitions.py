@@ -86,6 +86,7 @@ from .base import (
     placement_info,
 )
 from .interface import AllocState
+from .memo import SelectMemo
 from .registry import register_allocator
 
 __all__ = [
@@ -104,9 +105,10 @@ SELECTIONS = ("first-fit", "least-blocking")
 #: The most prisms the allocators tabulate (least-blocking's pairwise overlaps take prisms^2 / 8
 #: bytes per kind; Mira's 2x3x4x4x1 grid has 3,549). First fit on a larger grid scans it.
 MAX_PRISMS = 20000
-#: The most (free-machine state, volume, kind) answers an allocator keeps (a pass asks again
-#: and again on the same few states: the scheduler's, and the copies its reservation plans on).
-MEMO_SIZE = 1 << 16
+#: The most busy states (midplanes and segments) whose answers an allocator keeps, per
+#: generation of its :class:`SelectMemo` (a pass asks again and again on the same few states:
+#: the scheduler's, and the copies its reservation plans on).
+MEMO_STATES = 1 << 12
 #: The most partition nodes an allocator keeps sorted (a Mira partition of 64 midplanes has 32,768).
 NODES_KEPT = 1 << 22
 #: The partition kinds each policy places: the partitions least-blocking counts.
@@ -204,8 +206,8 @@ class TorusPartitionAllocator(OptionsAllocator):
         # first fit scans the grid shape by shape.
         self._tabulated = n_prisms <= MAX_PRISMS
         self._least = self.selection == "least-blocking"
-        # (packed busy midplanes and segments, volume, kind) -> catalogue index (-1: none free).
-        self._memo: dict[tuple[bytes, int, str], int] = {}
+        # Busy midplanes and segments -> {(volume, kind): catalogue index (-1: none free)}.
+        self._memo = SelectMemo(MEMO_STATES)
         # (kind, catalogue index) -> (wrap, cables, midplanes): the wiring of a prism, computed once.
         self._wired: dict[tuple[str, int], tuple] = {}
         # midplanes (bytes) -> the sorted nodes of a partition on them, up to NODES_KEPT nodes.
@@ -384,12 +386,13 @@ class TorusPartitionAllocator(OptionsAllocator):
         least-blocking the free one that blocks the fewest free partitions of the policy's
         kinds (ties: the first). A pure function of the busy midplanes and segments, so the
         answers are kept (a pass asks on the same few states many times)."""
-        busy = np.concatenate([st.midplane != -1, (st.cable != -1).reshape(-1)])
-        key = (np.packbits(busy).tobytes(), vol, kind)
-        memo = self._memo
-        got = memo.get(key)
+        mp_busy = st.midplane != -1
+        cable_busy = st.cable != -1
+        answers = self._memo.entry(mp_busy, cable_busy).by_size
+        got = answers.get((vol, kind))
         if got is not None:
             return got
+        busy = np.concatenate([mp_busy, cable_busy.reshape(-1)])
         cat = self._catalogue
         if cat is None:
             cat = self._catalogue = _catalogue_for(self)
@@ -406,9 +409,7 @@ class TorusPartitionAllocator(OptionsAllocator):
         else:
             blocked = np.bitwise_count(cat.overlap(kind)[cand + lo] & free).sum(axis=1)
             i = lo + int(cand[np.argmin(blocked)])  # argmin: the first of the least blocking
-        if len(memo) >= MEMO_SIZE:
-            memo.clear()
-        memo[key] = i
+        answers[(vol, kind)] = i
         return i
 
     def fits_empty(self, job: Job) -> bool:
