@@ -167,7 +167,7 @@ def run_one(network: str, procs: int, a: argparse.Namespace, tree: str | None = 
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))}
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        res = _run_json(cmd, a.timeout, env, tree)
+        res = h.run_json(cmd, script="bench_apps", timeout=a.timeout, env=env, cwd=tree)
     except subprocess.TimeoutExpired:
         # Killed at the limit: its CPU so far is a lower bound, its other figures unknown.
         nan = float("nan")
@@ -178,14 +178,6 @@ def run_one(network: str, procs: int, a: argparse.Namespace, tree: str | None = 
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     res["cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     return res
-
-
-def _run_json(cmd: list[str], timeout: float, env: dict | None, cwd: str | None) -> dict:
-    """h.run_json, with an environment and a working directory."""
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
-    if out.returncode != 0:
-        sys.exit(f"bench_apps: {' '.join(cmd)} failed:\n{out.stderr}")
-    return h.last_json(out.stdout)
 
 
 def main() -> None:

@@ -222,10 +222,12 @@ def last_json(text: str) -> dict:
     return json.loads(text.strip().splitlines()[-1])
 
 
-def run_json(cmd: Sequence[str], *, script: str, timeout: float | None = 3600) -> dict:
-    """Run ``cmd`` and return the JSON object on the last line of its output; a failure ends
-    this script with the command and its error output."""
-    out = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout)
+def run_json(cmd: Sequence[str], *, script: str, timeout: float | None = 3600, env: Mapping[str, str] | None = None,
+             cwd: str | None = None) -> dict:
+    """Run ``cmd`` (in ``cwd``, with environment ``env``: default this process's) and return
+    the JSON object on the last line of its output; a failure ends this script with the
+    command and its error output."""
+    out = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
     if out.returncode != 0:
         sys.exit(f"{script}: {' '.join(cmd)} failed:\n{out.stderr}")
     return last_json(out.stdout)
