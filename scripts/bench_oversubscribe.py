@@ -22,7 +22,7 @@ HEAD~1``) also runs P = 2 spin and P = 4 block from that tree in every round, an
 side with it.
 
 Usage: ``python scripts/bench_oversubscribe.py [--rounds 3] [--lps 16] [--end 20000] [--suite]
-[--suite-auto] [--baseline-tree PATH]``. ``--suite --suite-auto`` times only the suite runs
+[--suite-auto] [--baseline-tree PATH]``. ``--suite-auto`` times the suite only in the runs
 that ``auto`` picks on 2 cores (``-n 2`` spin, ``-n 4`` block), in both trees, interleaved
 over the rounds, and reports medians.
 The last line of output is one JSON object.
@@ -117,7 +117,7 @@ def main() -> None:
     ap.add_argument("--end", type=float, default=20000.0)
     ap.add_argument("--suite", action="store_true", help="also time tests/mpi at -n 2 and -n 4 in both modes")
     ap.add_argument("--suite-auto", action="store_true",
-                    help="with --suite: only the modes auto picks on 2 cores (spin at -n 2, block at -n 4), "
+                    help="time the suite only in the modes auto picks on 2 cores (spin at -n 2, block at -n 4), "
                          "interleaved with the baseline tree's, --rounds times (medians)")
     ap.add_argument("--baseline-tree", default=None, metavar="PATH",
                     help="another checkout of simhpc: also run P=2 spin and P=4 block from it")
@@ -172,7 +172,7 @@ def main() -> None:
                "block_vs_spin_p4_cpu": h.r4(h.ratio(cpu[(4, "block")], cpu[(4, "spin")])), "baseline_tree": base}
     if base:
         figures["p4_block_vs_baseline_tree_wall"] = h.r4(h.ratio(med[(4, "block")], med[(4, "block", base)]))
-    if a.suite and a.suite_auto:
+    if a.suite_auto:
         figures["suite"] = suite_auto(a.rounds, base)
     elif a.suite:
         srows, sres = [], {}

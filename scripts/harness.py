@@ -341,7 +341,11 @@ class _Saver:
 def checkpoint(args: argparse.Namespace, name: str) -> Path | None:
     """The ``--checkpoint`` folder's sub-folder for one part of a script (``name``), or None."""
     d = getattr(args, "checkpoint", None)
-    return None if d is None else Path(d) / name
+    if d is None:
+        return None
+    if Path(d).exists() and not Path(d).is_dir():
+        sys.exit(f"--checkpoint {d}: is not a folder (give a folder, new or one a run saved into)")
+    return Path(d) / name
 
 
 def compare_replays(configs: Sequence[str], trees: Sequence[tuple[str, str | None]], rounds: int,

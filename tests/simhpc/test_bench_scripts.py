@@ -142,6 +142,9 @@ def test_deal_checkpoint_saves_each_run_and_a_rerun_skips_the_saved_ones(monkeyp
     ap = h.parser("T.", scales=True)
     assert h.checkpoint(ap.parse_args([]), "a") is None
     assert h.checkpoint(ap.parse_args(["--checkpoint", str(tmp_path)]), "a") == tmp_path / "a"
+    (tmp_path / "f").write_text("")
+    with pytest.raises(SystemExit, match="is not a folder"):
+        h.checkpoint(ap.parse_args(["--checkpoint", str(tmp_path / "f")]), "a")
 
 
 @pytest.mark.parametrize("argv", [["bench_partitions.py", "--configs", "bgq-cfca:least-blocking:0:60"],
