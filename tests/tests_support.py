@@ -23,8 +23,9 @@ class Probe(NetworkNode):
         self.sent_log.append((self.sim.now, self.node, payload))
 
     def go(self, msgs):
-        for dst, nbytes, job in msgs:
-            self.net_send(dst, nbytes, (self.node, dst), job=job, notify=True)
+        """Send ``(dst, nbytes, job)`` or ``(dst, nbytes, job, notify)`` (default: notify)."""
+        for m in msgs:
+            self.net_send(m[0], m[1], (self.node, m[0]), job=m[2], notify=m[3] if len(m) > 3 else True)
 
 
 def run_traffic(topo, msgs_by_src, *, model="packet", chunk=4096, o_s=0.0, o_r=0.0, mem_bw=10e9, comm=None,

@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 from pdes import Entity
 from pdes.event import Event
 
+from ..topology import Topology
+
 _INF = math.inf
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,9 +65,15 @@ class NetworkNode(Entity):
         self._path_base = self.node * self._n_nodes  # + dst: the key of a cached flow path
         # The ideal model's cached paths from this node, by destination node (see NetState).
         self._paths: dict[int, list] = {}
+        # The topology's route summary when it has one and every link has one latency: the
+        # ideal model's paths are then made without their routes (see _ideal_path).
+        self._summary = None
         if self._ideal:
             self.net_send = self._net_send_ideal
             self._path_cap = 8 * net.topology.route_cache_size
+            topo = net.topology
+            if st.lat_sums is not None and type(topo).route_summary is not Topology.route_summary:
+                self._summary = topo.route_summary
         self._keyed = net.topology.routing in net.topology.KEYED_ROUTINGS
         # Credit-based flow control: the injection link's (link * nvc + vc) key the NIC
         # waits on for credit, -1 when it does not wait.
@@ -316,10 +324,12 @@ class NetworkNode(Entity):
         self.on_message(msg[0], msg[2], msg[4], msg[3])
 
     # -- ideal model -----------------------------------------------------------------------------
-    # A cached path: [route, o_s + sum(L) + o_r, min bandwidth, bytes sent since its links
-    # were last credited (see NetState.bytes), the destination's delivery callable (None when
-    # it lives on another MPI rank, or until the first send resolves it), hops between
-    # routers (len(route) - 2), the destination node's entity id]. The cache holds up to 8x
+    # A cached path: [route (None until needed where the topology summarizes routes: the
+    # byte flush makes the routes of many paths at once, see NetState.flush_paths), o_s +
+    # sum(L) + o_r, min bandwidth, bytes sent since its links were last credited (see
+    # NetState.bytes), the destination's delivery callable (None when it lives on another MPI
+    # rank, or until the first send resolves it), hops between routers (len(route) - 2), the
+    # destination node's entity id, source node, destination node]. The cache holds up to 8x
     # the topology's route cache (one entry per pair of nodes that talk: a rank's few
     # partners of a collective).
 
@@ -369,22 +379,41 @@ class NetworkNode(Entity):
             e.data = msg
             heappush(sim._heap, e)
         if notify:
-            self.after(st.o_s + nbytes / st.bw[path[0][0]], self._sent, msg)
+            self.after(st.o_s + nbytes / st.bw[self._path_route(path)[0]], self._sent, msg)
 
     def _ideal_path(self, dst: int) -> list:
         """Make and cache the path to node ``dst`` (another node, routing not keyed), with no
         bytes pending yet."""
         st = self._st
-        # A cached path keeps its route: the topology's own route cache would only hold it twice.
-        route = st.topology.route_uncached(self.node, dst)
-        base = st.o_s + st.lat_sum(route) + st.o_r
-        min_bw = min(map(st.bw.__getitem__, route))
-        dest = st.dst_eid[route[-1]]
+        node = self.node
+        summary = self._summary(node, dst) if self._summary is not None else None
+        if summary is None:
+            # A cached path keeps its route: the topology's own route cache would only hold it twice.
+            route = st.topology.route_uncached(node, dst)
+            n = len(route)
+            base = st.o_s + st.lat_sum(route) + st.o_r
+            min_bw = min(map(st.bw.__getitem__, route))
+            dest = st.dst_eid[route[-1]]
+        else:
+            # The same length, bandwidth and ejection link without the route: most paths of a
+            # large job carry a message or two, and their routes are made together, in
+            # numpy, when their bytes are counted.
+            route = None
+            n, min_bw, eject = summary
+            base = st.o_s + st.lat_sum_n(n) + st.o_r
+            dest = st.dst_eid[eject]
         table = self.sim._svc_tables.get("_deliver")
         fn = table[dest] if table is not None else None
-        path = [route, base, min_bw, 0, fn, len(route) - 2, dest]
+        path = [route, base, min_bw, 0, fn, n - 2, dest, node, dst]
         self._keep_path(dst, path)
         return path
+
+    def _path_route(self, path: list) -> tuple[int, ...]:
+        """The route of a cached path, made now if the path was made without it."""
+        route = path[0]
+        if route is None:
+            route = path[0] = self._st.topology.route_uncached(path[7], path[8])
+        return route
 
     def _keep_path(self, dst: int, path: list) -> None:
         """Cache ``path`` to node ``dst`` (emptying a full cache first)."""
@@ -409,7 +438,7 @@ class NetworkNode(Entity):
             # with this message's bytes pending on it.
             path = self._ideal_path(dst)
             path[3] = nbytes
-            route, base, min_bw, dest = path[0], path[1], path[2], path[6]
+            base, min_bw, hops, dest = path[1], path[2], path[5], path[6]
         else:
             route = self._route_for(msg[3], dst, msg[1])
             base = st.o_s + st.lat_sum(route) + st.o_r
@@ -418,17 +447,19 @@ class NetworkNode(Entity):
             sbytes = st.link_bytes
             for l in route:
                 sbytes[l] += nbytes
+            hops = len(route) - 2
         st.messages += 1
         js = st.jobs.get(msg[3])
         if js is None:
             js = st.jobs[msg[3]] = [0.0, 0.0, 0]
         js[0] += nbytes
-        js[1] += nbytes * (len(route) - 2)
+        js[1] += nbytes * hops
         js[2] += 1
         # Delivered o_r after the last byte: the receive overhead is part of the one event.
         self.send(dest, "_deliver", msg, base + nbytes / min_bw)
         if msg[5]:
-            self.after(st.o_s + nbytes / st.bw[route[0]], self._sent, msg)
+            first = self._path_route(path)[0] if cached else route[0]
+            self.after(st.o_s + nbytes / st.bw[first], self._sent, msg)
         if cached and path[4] is None:
             # The send above resolved the delivery callable (None for a node on another rank).
             table = self.sim._svc_tables.get("_deliver")

@@ -89,13 +89,50 @@ class NetState:
 
     def lat_sum(self, route: tuple[int, ...]) -> float:
         """The sum of the latencies of ``route``'s links, in route order."""
-        sums = self.lat_sums
-        if sums is None:
+        if self.lat_sums is None:
             return sum(map(self.lat.__getitem__, route))
-        n = len(route)
+        return self.lat_sum_n(len(route))
+
+    def lat_sum_n(self, n: int) -> float:
+        """The latency sum of any route of ``n`` links when every link has one latency
+        (``lat_sums`` is not None)."""
+        sums = self.lat_sums
         while len(sums) <= n:
             sums.append(sums[-1] + self.lat[0])
         return sums[n]
+
+    def _flush_summarized(self) -> None:
+        """:meth:`flush_paths` where some paths were made without their routes: the routes of
+        the paths with bytes pending come from the topology's vectorized ``routes`` (the
+        same routes), and the bytes are added link by link in the same order as the loop
+        over the paths does (``np.add.at`` adds in index order: the same sums)."""
+        lb = self.link_bytes
+        pend = [path for path in self.ideal_paths if path[3]]
+        arr = np.array(lb, dtype=np.float64)
+        step = 1 << 16  # paths at a time: bounded arrays
+        for i in range(0, len(pend), step):
+            part = pend[i:i + step]
+            lazy = [path for path in part if path[0] is None]
+            off, links = self.topology.routes([path[7] for path in lazy], [path[8] for path in lazy])
+            if len(lazy) == len(part):
+                lens = np.diff(off)
+            else:
+                pieces, ln = [], []
+                j = 0
+                for path in part:
+                    if path[0] is None:
+                        pieces.append(links[off[j]:off[j + 1]])
+                        j += 1
+                    else:
+                        pieces.append(np.asarray(path[0], dtype=np.int64))
+                    ln.append(len(pieces[-1]))
+                links = np.concatenate(pieces)
+                lens = np.asarray(ln, dtype=np.int64)
+            vals = np.repeat(np.array([float(path[3]) for path in part], dtype=np.float64), lens)
+            np.add.at(arr, links, vals)
+            for path in part:
+                path[3] = 0.0
+        lb[:] = arr.tolist()
 
     @property
     def bytes(self) -> list[float]:
@@ -106,8 +143,11 @@ class NetState:
     def flush_paths(self, forget: bool) -> None:
         """Add the bytes sent on the ideal model's cached paths to their links; with
         ``forget``, also empty the cache (it is bounded, see NetworkNode._net_send_ideal)."""
+        paths = self.ideal_paths
+        if any(path[0] is None and path[3] for path in paths):
+            self._flush_summarized()
         lb = self.link_bytes
-        for path in self.ideal_paths:
+        for path in paths:
             nb = path[3]
             if nb:
                 path[3] = 0.0

@@ -201,6 +201,13 @@ class Topology(ABC):
             dst = self._node(dst, "dst")
         return self._route1(src, dst, 0) if src != dst else ()
 
+    def route_summary(self, src: int, dst: int) -> tuple[int, float, int] | None:
+        """What the ideal network model needs of :meth:`route_uncached` ``(src, dst)`` for
+        two different nodes, without building the route: (its number of links, the smallest
+        bandwidth among them, its ejection link). None where the topology cannot tell it
+        more cheaply than the route itself (the caller then builds the route)."""
+        return None
+
     @property
     def route_cache_size(self) -> int:
         """The most routes cached at once (the cache empties when full)."""

@@ -271,6 +271,58 @@ class Torus(Topology):
         out.append(self.n_nodes + dst)
         return tuple(out)
 
+    @cached_property
+    def _summary_dims(self) -> tuple[float, tuple[tuple[int, int, bool, float], ...]] | None:
+        # (the smaller of the injection and ejection bandwidths, per dimension (k, stride,
+        # wrap, its links' bandwidth)) when all injection links share one bandwidth, all
+        # ejection links one, and the router links of each dimension one (as built); None
+        # otherwise (route_summary then declines).
+        bw = self.link_bw
+        N = self.n_nodes
+        D = len(self.dims)
+        inj, ej = bw[:N], bw[N:2 * N]
+        if not ((inj == inj[0]).all() and (ej == ej[0]).all()):
+            return None
+        ends = min(inj[0].item(), ej[0].item())
+        s2l = self._s2l.reshape(-1, D, 2)
+        dims = []
+        for i, (k, st, wr) in enumerate(zip(self.dims, self._strides, self.wrap)):
+            ids = s2l[:, i, :].reshape(-1)
+            b = bw[ids[ids >= 0]]
+            if len(b) and not (b == b[0]).all():
+                return None
+            dims.append((k, st, bool(wr), b[0].item() if len(b) else ends))
+        return ends, tuple(dims)
+
+    def route_summary(self, src: int, dst: int) -> tuple[int, float, int] | None:
+        """(links, smallest bandwidth, ejection link) of the dimension-order route from node
+        ``src`` to node ``dst`` (see :meth:`Topology.route_summary`): the steps of each
+        dimension counted as :meth:`_route1` takes them, the bandwidth that of the dimensions
+        it crosses and of the node links."""
+        sd = self._summary_dims
+        if sd is None:
+            return None
+        c = self.nodes_per_router
+        r = src // c
+        rd = dst // c
+        bw, dims = sd
+        n = 2
+        # Moving along one dimension leaves the other coordinates as they are: every
+        # dimension's steps come from the source's own coordinates.
+        for k, st, wr, b in dims:
+            xs = (r // st) % k
+            xd = (rd // st) % k
+            if xs == xd:
+                continue
+            if wr:
+                delta = (xd - xs) % k
+                n += delta if 2 * delta <= k else k - delta
+            else:
+                n += xd - xs if xd > xs else xs - xd
+            if b < bw:
+                bw = b
+        return n, bw, self.n_nodes + dst
+
     def minimal_ports(self, router: int, dst: int) -> tuple[int, ...]:
         """The links leaving router index ``router`` that bring it one hop closer to node
         ``dst``: in every dimension still to correct, the port of dimension order's

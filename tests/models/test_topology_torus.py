@@ -150,3 +150,19 @@ def test_every_route_matches_the_vectorized_routes(dims, wrap):
     off, links = t.routes(src[keep], dst[keep])
     for i, (s, d) in enumerate(zip(src[keep].tolist(), dst[keep].tolist())):
         assert t.route(s, d) == tuple(links[off[i]:off[i + 1]].tolist())
+
+
+@pytest.mark.parametrize("kw", [
+    dict(dims=(5, 4, 3), nodes_per_router=2),
+    dict(dims=(4, 1, 5), wrap=False),
+    dict(dims=(6, 7), wrap=(True, False), link_bw=(1e9, 2e9)),
+    dict(dims=(8,), nodes_per_router=3, link_mult=(2,)),
+])
+def test_route_summary_is_the_length_bandwidth_and_ejection_of_the_route(kw):
+    t = Torus(**kw)
+    bw = t.link_bw.tolist()
+    for s in range(t.n_nodes):
+        for d in range(t.n_nodes):
+            if s != d:
+                r = t.route_uncached(s, d)
+                assert t.route_summary(s, d) == (len(r), min(bw[l] for l in r), r[-1])
