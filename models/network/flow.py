@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,12 +38,30 @@ if TYPE_CHECKING:  # pragma: no cover
 SOLVER_TYPE = "flow_solver"
 
 
+class _Comp:
+    """A set of flows that holds a connected component of the link-flow graph: ``slots``,
+    their rows (see :class:`FlowSolver`). Starts merge the components their links join (the
+    smaller into the larger: ``up``, the one it went into); an end makes the component
+    ``dirty``: it may have split, and its slots may hold flows that ended. A component that
+    is not dirty is exactly the flows connected to any of its own, so a recomputation takes
+    its flows without walking the link sets. ``stamp``: that of the last recomputation that
+    took it."""
+
+    __slots__ = ("up", "slots", "dirty", "stamp")
+
+    def __init__(self, slots: list[int]):
+        self.up: _Comp | None = None
+        self.slots = slots
+        self.dirty = False
+        self.stamp = 0
+
+
 class _Flow:
     """One message in flight: its current segment's route, bytes and rate. ``slot`` is its row
     in the solver's arrays (routes, for the vectorised pass over large components)."""
 
     __slots__ = ("fid", "slot", "msg", "dst", "route", "restricted", "extra", "size", "left",
-                 "rate", "rem", "t", "fin", "ver", "due", "mark")
+                 "rate", "rem", "t", "fin", "ver", "due", "mark", "comp")
 
     def __init__(self, fid: int, msg: tuple, dst: int, route: tuple, restricted: bool, extra: float):
         self.fid = fid
@@ -66,6 +83,7 @@ class _Flow:
         self.ver = 0
         self.due = math.inf
         self.mark = 0  # the stamp of the last walk that found it
+        self.comp: _Comp | None = None  # its component, or one that went into it (``up``)
 
 
 class FlowSolver(Entity):
@@ -112,6 +130,7 @@ class FlowSolver(Entity):
         self._routes = np.full((64, 8), self._nl, dtype=np.int64)
         self._pad: tuple[int, ...] = ()  # a row's worth of sentinels
         self._alive = np.zeros(64, dtype=bool)
+        self._ratev = np.zeros(64)  # each row's flow's rate (as ``_Flow.rate``)
         self._row: list[_Flow | None] = [None] * 64
         self._free = list(range(63, -1, -1))
 
@@ -238,6 +257,7 @@ class FlowSolver(Entity):
         n = len(self._row)
         self._routes = np.concatenate([self._routes, np.full_like(self._routes, self._nl)])
         self._alive = np.concatenate([self._alive, np.zeros_like(self._alive)])
+        self._ratev = np.concatenate([self._ratev, np.zeros_like(self._ratev)])
         self._row.extend([None] * n)
         self._free.extend(range(2 * n - 1, n - 1, -1))
 
@@ -262,16 +282,40 @@ class FlowSolver(Entity):
         f.fin = f.due = math.inf
         f.ver += 1
         self._set_route(f)
+        self._ratev[f.slot] = 0.0
         self._st.flows += 1
         on_link = self._on_link
         n_on = self._n_on
+        root = None  # the component the segment joins
         for l in f.route:
-            n_on[l] += 1
+            c = n_on[l] = n_on[l] + 1
             s = on_link[l]
             if s is None:
                 on_link[l] = {f: None}
-            else:
-                s[f] = None
+                continue
+            if c > 1:  # the link's flows' component joins f's
+                g = next(iter(s))
+                r = g.comp
+                if r is not root:
+                    while r.up is not None:
+                        r = r.up
+                    g.comp = r
+                    if r is not root:
+                        if root is None:
+                            root = r
+                        else:
+                            if len(r.slots) > len(root.slots):
+                                r, root = root, r
+                            root.slots += r.slots
+                            r.up = root
+                            if r.dirty:
+                                root.dirty = True
+            s[f] = None
+        if root is None:
+            f.comp = _Comp([f.slot])
+        else:
+            root.slots.append(f.slot)
+            f.comp = root
         # One link finds the whole component the segment joins.
         changed.add(f.route[0])
 
@@ -281,6 +325,10 @@ class FlowSolver(Entity):
         b = self._st.link_bytes
         size = f.size
         route = f.route
+        r = f.comp
+        while r.up is not None:
+            r = r.up
+        r.dirty = True  # it may split, and its slots hold f's
         for l in route:
             b[l] += size
             del on_link[l][f]
@@ -354,8 +402,9 @@ class FlowSolver(Entity):
 
     def _recompute_batched(self, changed: set[int], now: float) -> None:
         """:meth:`_recompute` when many links changed (as at every boundary of a rate
-        quantum): walks that only find each component's flows (each link marked once, the
-        links of a single flow not followed), then the problems of all the
+        quantum): each component's flows, from its :class:`_Comp` where no flow left it
+        since it was last found (no walk), else by a walk that only finds them (each link
+        marked once, the links of a single flow not followed), then the problems of all the
         components built together from the flows' rows of routes (:meth:`_problems`) and
         solved by one :func:`~.maxmin.maxmin_rates` pass, labelled by component (each at its
         own pace, so the rates of solving them one by one, bit for bit). Components above
@@ -367,74 +416,100 @@ class FlowSolver(Entity):
         # One stamp for the whole recomputation: components are disjoint, so a walk never
         # meets a flow or link of an earlier one.
         stamp = self._stamp = self._stamp + 1
-        fl: list[_Flow] = []  # the flows walked, component after component
-        sizes: list[int] = []  # flows per component walked
+        sl: list[int] = []  # the rows of the flows taken, component after component
+        sizes: list[int] = []  # flows per component taken
         big: list[np.ndarray] = []
         touched = 0
         top = st.touched_max
+        lim = _WALK
         for seed in sorted(changed):
             s = on_link[seed]
-            if not s or next(iter(s)).mark == stamp:
+            if not s:
                 continue
-            k0 = len(fl)
-            lim = k0 + _WALK
-            lmark[seed] = stamp
-            stack = [s]
-            while stack:
-                for f in stack.pop():
-                    if f.mark != stamp:
-                        f.mark = stamp
-                        fl.append(f)
-                        for l in f.route:
-                            if lmark[l] != stamp:
-                                lmark[l] = stamp
-                                if n_on[l] > 1:  # (a private link has only f)
-                                    stack.append(on_link[l])
-                if len(fl) > lim:
-                    break
+            g = next(iter(s))
+            if g.mark == stamp:
+                continue
+            r = g.comp
+            while r.up is not None:
+                r = r.up
+            g.comp = r
+            if not r.dirty:  # its flows are those connected to the seed: no walk
+                if r.stamp == stamp:
+                    continue
+                r.stamp = stamp
+                n = len(r.slots)
+                if n > lim:
+                    big.append(np.array(r.slots, dtype=np.int64))
+                else:
+                    sl += r.slots
+                    sizes.append(n)
             else:
-                n = len(fl) - k0
-                sizes.append(n)
-                touched += n
-                if n > top:
-                    top = n
-                continue
-            # Too large to walk: numpy sweeps find it whole.
-            del fl[k0:]
-            rows = self._sweep(seed)
-            big.append(rows)
-            row = self._row
-            for i in rows.tolist():
-                row[i].mark = stamp
-            n = len(rows)
+                comp = _Comp([])  # the component walked (its slots are set below)
+                comp.stamp = stamp
+                fl = []
+                lmark[seed] = stamp
+                stack = [s]
+                while stack:
+                    for f in stack.pop():
+                        if f.mark != stamp:
+                            f.mark = stamp
+                            f.comp = comp
+                            fl.append(f)
+                            for l in f.route:
+                                if lmark[l] != stamp:
+                                    lmark[l] = stamp
+                                    if n_on[l] > 1:  # (a private link has only f)
+                                        stack.append(on_link[l])
+                    if len(fl) > lim:
+                        break
+                else:
+                    comp.slots = [f.slot for f in fl]
+                    sl += comp.slots
+                    n = len(fl)
+                    sizes.append(n)
+                    touched += n
+                    if n > top:
+                        top = n
+                    continue
+                # Too large to walk: numpy sweeps find it whole.
+                rows = self._sweep(seed)
+                big.append(rows)
+                comp.slots = rows.tolist()
+                row = self._row
+                for i in comp.slots:
+                    f = row[i]
+                    f.mark = stamp
+                    f.comp = comp
+                n = len(rows)
             touched += n
             if n > top:
                 top = n
         st.touched += touched
         st.touched_max = top
         st.recomputes += len(sizes) + len(big)
-        if fl:
+        if sl:
+            idx = np.array(sl, dtype=np.int64)
             label = np.repeat(np.arange(len(sizes)), sizes)
-            rates = maxmin_rates(*self._problems(fl), label)
+            rates = maxmin_rates(*self._problems(idx), label)
             # Only the flows whose rate moved (often under half) go through _set_rates.
-            old = np.fromiter(map(_RATE, fl), dtype=np.float64, count=len(fl))
-            moved = np.flatnonzero(rates != old)
+            moved = np.flatnonzero(rates != self._ratev[idx])
             if len(moved):
-                self._set_rates([fl[i] for i in moved.tolist()], rates[moved].tolist(), now)
+                row = self._row
+                self._set_rates([row[i] for i in idx[moved].tolist()], rates[moved].tolist(), now)
         if big:
             self._recompute_big(big, now)
 
-    def _problems(self, fl: list[_Flow]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The problem that :meth:`_walk` builds, for whole components (``fl``) at once, from
-        their rows of routes: (ptr, idx, cap) over link numbers of this call. As in the walk,
+    def _problems(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The problem that :meth:`_walk` builds, for whole components (their flows' rows,
+        ``rows``) at once, from their rows of routes: (ptr, idx, cap) over link numbers of this call. As in the walk,
         a flow crosses its shared links and, unless one of them is narrower by more than
         ``_MARGIN``, its narrowest private link, a link of its own (a component holds every
         flow on its links, so a link's count among ``fl`` is its count in the network)."""
         nl = self._nl
-        m = len(fl)
+        m = len(rows)
         # Link by flow (the routes' columns as rows): the minimum over each flow's links
         # then runs along rows, several times faster in numpy than across short rows.
-        sub = self._routes[np.fromiter(map(_SLOT, fl), dtype=np.int64, count=m)].T.copy()
+        sub = self._routes[rows].T.copy()
         cnt = np.bincount(sub.ravel(), minlength=nl + 1)
         cnt[nl] = 0  # the padding
         n = cnt[sub]
@@ -470,6 +545,7 @@ class FlowSolver(Entity):
         flow's entry."""
         due = self._due
         push = heapq.heappush
+        ratev = self._ratev
         for f, r in zip(fl, rates):
             old = f.rate
             if r == old:  # its completion entry still holds
@@ -480,6 +556,7 @@ class FlowSolver(Entity):
             f.rem = rem
             f.t = now
             f.rate = r
+            ratev[f.slot] = r
             fin = f.fin = now + rem / r
             if fin < f.due:
                 ver = f.ver = f.ver + 1
@@ -504,6 +581,7 @@ class FlowSolver(Entity):
         moved = rate != old  # the others' completion entries still hold
         if not moved.any():
             return
+        self._ratev[sel[moved]] = rate[moved]
         idx = np.flatnonzero(moved).tolist()
         mf = [fl[i] for i in idx]
         r = rate[moved]
@@ -625,7 +703,5 @@ _BATCH = 128
 _SMALL = 32
 
 
-_SLOT = attrgetter("slot")
-_RATE = attrgetter("rate")
 
 __all__ = ["FlowSolver", "SOLVER_TYPE"]
