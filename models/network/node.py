@@ -74,6 +74,7 @@ class NetworkNode(Entity):
             topo = net.topology
             if st.lat_sums is not None and type(topo).route_summary is not Topology.route_summary:
                 self._summary = topo.route_summary
+                st.summarized = True
         self._keyed = net.topology.routing in net.topology.KEYED_ROUTINGS
         # Credit-based flow control: the injection link's (link * nvc + vc) key the NIC
         # waits on for credit, -1 when it does not wait.

@@ -69,6 +69,9 @@ class NetState:
         # (route, sum of latencies) keyed src * n_nodes + dst.
         self.ideal_paths: list[list] = []
         self.path_tables: list[dict] = []
+        # True when the nodes make their ideal paths from the topology's route summaries
+        # (see NetworkNode._ideal_path): the flush then makes the routes in numpy.
+        self.summarized = False
         self.flow_paths: dict[int, tuple] = {}
         # Flow model (counted by the solver's rank): flows (segments) started, rate
         # recomputations, and the flows they touched (summed and largest).
@@ -102,36 +105,29 @@ class NetState:
         return sums[n]
 
     def _flush_summarized(self) -> None:
-        """:meth:`flush_paths` where some paths were made without their routes: the routes of
-        the paths with bytes pending come from the topology's vectorized ``routes`` (the
-        same routes), and the bytes are added link by link in the same order as the loop
-        over the paths does (``np.add.at`` adds in index order: the same sums)."""
+        """:meth:`flush_paths` for paths made from route summaries: the routes of the paths
+        with bytes pending come from the topology's vectorized ``routes`` (the routes
+        ``route_uncached`` gives, whether or not a path holds its own), and the bytes are
+        added link by link in the order of the loop over paths and routes (``np.add.at``
+        adds in index order: the same sums)."""
+        src: list[int] = []
+        dst: list[int] = []
+        nbs: list[float] = []
+        for path in self.ideal_paths:
+            nb = path[3]
+            if nb:
+                path[3] = 0.0
+                src.append(path[7])
+                dst.append(path[8])
+                nbs.append(nb)
+        if not nbs:
+            return
         lb = self.link_bytes
-        pend = [path for path in self.ideal_paths if path[3]]
         arr = np.array(lb, dtype=np.float64)
         step = 1 << 16  # paths at a time: bounded arrays
-        for i in range(0, len(pend), step):
-            part = pend[i:i + step]
-            lazy = [path for path in part if path[0] is None]
-            off, links = self.topology.routes([path[7] for path in lazy], [path[8] for path in lazy])
-            if len(lazy) == len(part):
-                lens = np.diff(off)
-            else:
-                pieces, ln = [], []
-                j = 0
-                for path in part:
-                    if path[0] is None:
-                        pieces.append(links[off[j]:off[j + 1]])
-                        j += 1
-                    else:
-                        pieces.append(np.asarray(path[0], dtype=np.int64))
-                    ln.append(len(pieces[-1]))
-                links = np.concatenate(pieces)
-                lens = np.asarray(ln, dtype=np.int64)
-            vals = np.repeat(np.array([float(path[3]) for path in part], dtype=np.float64), lens)
-            np.add.at(arr, links, vals)
-            for path in part:
-                path[3] = 0.0
+        for i in range(0, len(nbs), step):
+            off, links = self.topology.routes(src[i:i + step], dst[i:i + step])
+            np.add.at(arr, links, np.repeat(np.array(nbs[i:i + step], dtype=np.float64), np.diff(off)))
         lb[:] = arr.tolist()
 
     @property
@@ -143,16 +139,16 @@ class NetState:
     def flush_paths(self, forget: bool) -> None:
         """Add the bytes sent on the ideal model's cached paths to their links; with
         ``forget``, also empty the cache (it is bounded, see NetworkNode._net_send_ideal)."""
-        paths = self.ideal_paths
-        if any(path[0] is None and path[3] for path in paths):
+        if self.summarized:
             self._flush_summarized()
-        lb = self.link_bytes
-        for path in paths:
-            nb = path[3]
-            if nb:
-                path[3] = 0.0
-                for l in path[0]:
-                    lb[l] += nb
+        else:
+            lb = self.link_bytes
+            for path in self.ideal_paths:
+                nb = path[3]
+                if nb:
+                    path[3] = 0.0
+                    for l in path[0]:
+                        lb[l] += nb
         if forget:
             self.ideal_paths.clear()
             for table in self.path_tables:
