@@ -41,15 +41,16 @@ SOLVER_TYPE = "flow_solver"
 class _Comp:
     """A set of flows that holds a connected component of the link-flow graph: ``slots``,
     their rows (see :class:`FlowSolver`). Starts merge the components their links join (the
-    smaller into the larger: ``up``, the one it went into); an end makes the component
-    ``dirty``: it may have split, and its slots may hold flows that ended. A component that
+    smaller into the larger: ``up``, the one it went into; ``slots`` is an ordered set); an
+    end removes its flow, or makes the component ``dirty`` where it may have split (its slots
+    may then hold flows that ended). A component that
     is not dirty is exactly the flows connected to any of its own, so a recomputation takes
     its flows without walking the link sets. ``stamp``: that of the last recomputation that
     took it."""
 
     __slots__ = ("up", "slots", "dirty", "stamp")
 
-    def __init__(self, slots: list[int]):
+    def __init__(self, slots: dict[int, None]):
         self.up: _Comp | None = None
         self.slots = slots
         self.dirty = False
@@ -306,15 +307,15 @@ class FlowSolver(Entity):
                         else:
                             if len(r.slots) > len(root.slots):
                                 r, root = root, r
-                            root.slots += r.slots
+                            root.slots.update(r.slots)
                             r.up = root
                             if r.dirty:
                                 root.dirty = True
             s[f] = None
         if root is None:
-            f.comp = _Comp([f.slot])
+            f.comp = _Comp({f.slot: None})
         else:
-            root.slots.append(f.slot)
+            root.slots[f.slot] = None
             f.comp = root
         # One link finds the whole component the segment joins.
         changed.add(f.route[0])
@@ -325,16 +326,30 @@ class FlowSolver(Entity):
         b = self._st.link_bytes
         size = f.size
         route = f.route
-        r = f.comp
-        while r.up is not None:
-            r = r.up
-        r.dirty = True  # it may split, and its slots hold f's
+        rest = []  # the flows left on f's links that others share
         for l in route:
             b[l] += size
-            del on_link[l][f]
+            s = on_link[l]
+            del s[f]
             c = n_on[l] = n_on[l] - 1
             if c:  # its other flows get new rates
                 changed.add(l)
+                rest.append(s)
+        r = f.comp
+        while r.up is not None:
+            r = r.up
+        if not r.dirty:
+            # The flows left stay connected when every link of f that others share has a
+            # flow on the first one's (a flow connected to f was so through one of those
+            # links); else the component may have split: it is walked when next needed.
+            if len(rest) > 1:
+                first = rest[0].keys()
+                for s in rest[1:]:
+                    if first.isdisjoint(s):
+                        r.dirty = True
+                        break
+            if not r.dirty:
+                del r.slots[f.slot]
         if f.left > 0:
             if self._adaptive and not f.restricted:
                 f.route = self._topo.route_adaptive(f.msg[0], f.dst, f.msg[1], n_on.__getitem__)
@@ -439,12 +454,12 @@ class FlowSolver(Entity):
                 r.stamp = stamp
                 n = len(r.slots)
                 if n > lim:
-                    big.append(np.array(r.slots, dtype=np.int64))
+                    big.append(np.fromiter(r.slots, dtype=np.int64, count=n))
                 else:
                     sl += r.slots
                     sizes.append(n)
             else:
-                comp = _Comp([])  # the component walked (its slots are set below)
+                comp = _Comp({})  # the component walked (its slots are set below)
                 comp.stamp = stamp
                 fl = []
                 lmark[seed] = stamp
@@ -463,7 +478,7 @@ class FlowSolver(Entity):
                     if len(fl) > lim:
                         break
                 else:
-                    comp.slots = [f.slot for f in fl]
+                    comp.slots = dict.fromkeys([f.slot for f in fl])
                     sl += comp.slots
                     n = len(fl)
                     sizes.append(n)
@@ -474,7 +489,7 @@ class FlowSolver(Entity):
                 # Too large to walk: numpy sweeps find it whole.
                 rows = self._sweep(seed)
                 big.append(rows)
-                comp.slots = rows.tolist()
+                comp.slots = dict.fromkeys(rows.tolist())
                 row = self._row
                 for i in comp.slots:
                     f = row[i]
