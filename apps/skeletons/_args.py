@@ -19,8 +19,19 @@ def _strip(exc: Exception) -> str:
     return str(exc).split(": ", 1)[-1]
 
 
+_EXACT = 1 << 53  # ints up to here are floats exactly: parsing them gives them back
+_INF = math.inf
+
+
 def nbytes(v: Any, name: str) -> float:
     """A size in bytes >= 0 ('64KiB' accepted); whole numbers come back as int."""
+    # A plain number, what the checked arguments of every rank hold: the parser's result
+    # without the parsing (each rank of a job calls this once).
+    c = v.__class__
+    if c is int and 0 <= v <= _EXACT:
+        return v
+    if c is float and 0.0 <= v < _INF:
+        return int(v) if v.is_integer() else v
     try:
         b = parse_bytes(v, what=name)
     except UnitError as exc:
@@ -32,6 +43,8 @@ def nbytes(v: Any, name: str) -> float:
 
 def seconds(v: Any, name: str) -> float:
     """A duration in seconds >= 0 ('2ms' accepted)."""
+    if v.__class__ is float and 0.0 <= v < _INF:
+        return v  # (the parser's result for a plain float)
     try:
         t = parse_time(v, what=name)
     except UnitError as exc:

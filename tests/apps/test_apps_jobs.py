@@ -197,3 +197,18 @@ def test_app_result_as_json():
     assert d["bytes_sent"] == 16 * 16 * 1024  # scattered: one message per pair, copies to self included
     assert d["network_bytes"] == 16 * 15 * 1024  # all but the copies to self
     assert len(d["hot_links"]) == 10 and d["hot_links"][0]["busy_s"] >= d["hot_links"][-1]["busy_s"]
+
+
+def test_a_node_report_made_by_make_is_the_one_the_constructor_makes():
+    import dataclasses
+    import pickle
+
+    from apps.node import NodeReport
+
+    f = dict(job=3, node=5, status="failed", error="ValueError: x", start=0.5, end=2.0, ranks=2, bytes_sent=1e3,
+             messages=7, failed_rank=1, fail_time=1.5, traceback="tb")
+    a, b = NodeReport(**f), NodeReport._make(*f.values())
+    assert a == b and hash(a) == hash(b) and repr(a) == repr(b) and dataclasses.asdict(b) == f
+    assert pickle.loads(pickle.dumps(b)) == a
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        b.status = "ok"
