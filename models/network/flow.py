@@ -339,14 +339,16 @@ class FlowSolver(Entity):
         while r.up is not None:
             r = r.up
         if not r.dirty:
-            # The flows left stay connected when every link of f that others share has a
-            # flow on the first one's (a flow connected to f was so through one of those
-            # links); else the component may have split: it is walked when next needed.
+            # The flows left stay connected when the flow sets of f's links that others share
+            # are joined by flows they have in common (a flow connected to f was so through
+            # one of those links); else the component may have split: it is walked when next
+            # needed.
             if len(rest) > 1:
                 first = rest[0].keys()
                 for s in rest[1:]:
                     if first.isdisjoint(s):
-                        r.dirty = True
+                        if not _joined(rest):
+                            r.dirty = True
                         break
             if not r.dirty:
                 del r.slots[f.slot]
@@ -702,6 +704,24 @@ class FlowSolver(Entity):
             if n == n_marked:
                 return alive[hit]
             n_marked = n
+
+
+def _joined(sets: list[dict]) -> bool:
+    """Whether the flow sets are all connected through flows that two of them share."""
+    todo = [sets[0].keys()]
+    rest = sets[1:]
+    while todo:
+        a = todo.pop()
+        left = []
+        for s in rest:
+            if a.isdisjoint(s):
+                left.append(s)
+            else:
+                todo.append(s.keys())
+        if not left:
+            return True
+        rest = left
+    return False
 
 
 #: Largest component found by walking the link sets before switching to numpy sweeps.
