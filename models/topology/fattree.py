@@ -410,6 +410,39 @@ class FatTree(Topology):
         return int(self.link_dst[ups[q]]) - self.n_nodes
 
     # ------------------------------------------------------------------ routing
+    @cached_property
+    def _summary_bw(self) -> tuple[float, float, list[int]] | None:
+        # (the smaller of the injection and ejection bandwidths, the smallest of those and
+        # the switch links' bandwidth, every node's ejection link) when all injection links
+        # share one bandwidth, all ejection links one and all switch links one; None
+        # otherwise (route_summary then declines).
+        bw, kind = self.link_bw, self.link_kind
+        inj = bw[kind == KIND_INJECT]
+        ej_ids = np.flatnonzero(kind == KIND_EJECT)
+        ej = bw[ej_ids]
+        sw = bw[(kind == KIND_UP) | (kind == KIND_DOWN)]
+        if not all(len(x) and (x == x[0]).all() for x in (inj, ej)) or (len(sw) and not (sw == sw[0]).all()):
+            return None
+        ends = min(inj[0].item(), ej[0].item())
+        eject = np.full(self.n_nodes, -1, dtype=np.int64)
+        eject[self.link_dst[ej_ids]] = ej_ids
+        if len(ej_ids) != self.n_nodes or (eject < 0).any():
+            return None
+        return ends, min(ends, sw[0].item()) if len(sw) else ends, eject.tolist()
+
+    def route_summary(self, src: int, dst: int) -> tuple[int, float, int] | None:
+        """(links, smallest bandwidth, ejection link) of :meth:`route_uncached` from node
+        ``src`` to node ``dst`` (see :meth:`Topology.route_summary`): up to the lowest common
+        level and down again, two links per level whatever the ports."""
+        sb = self._summary_bw
+        if sb is None:
+            return None
+        M = self._M
+        lv = 1
+        while src // M[lv] != dst // M[lv]:
+            lv += 1
+        return 2 * lv, sb[0] if lv == 1 else sb[1], sb[2][dst]
+
     def _lca(self, s: int, d: int) -> int:
         M = self._M
         lv = 1

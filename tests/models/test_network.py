@@ -338,16 +338,21 @@ def test_ideal_path_cache_gives_the_same_times_and_link_bytes_at_any_size(cache_
 
 
 @pytest.mark.parametrize("cache_size", [1, 1 << 17])
-def test_ideal_paths_made_without_routes_give_the_same_times_and_link_bytes(cache_size, monkeypatch):
-    # On a torus the ideal model makes its paths from the topology's route summary and the
-    # routes only when the bytes are counted (vectorized): fractional sizes, a cache that
-    # fills, and notified sends (which need the first link) must match paths built from routes.
+@pytest.mark.parametrize("make", [
+    lambda c: Torus(dims=(5, 4), wrap=(True, False), nodes_per_router=2, link_bw=(2e9, 3e9), cache_size=c),
+    lambda c: FatTree(levels=3, down=(4, 5, 2), up=(1, 2, 2), inject_bw="8GB/s", cache_size=c),
+], ids=["torus", "fattree"])
+def test_ideal_paths_made_without_routes_give_the_same_times_and_link_bytes(make, cache_size, monkeypatch):
+    # On a torus or fat-tree the ideal model makes its paths from the topology's route
+    # summary and the routes only when the bytes are counted (vectorized): fractional sizes,
+    # a cache that fills, and notified sends (which need the first link) must match paths
+    # built from routes.
     msgs = {s: [((s * 7 + 1 + i) % 40, 1000.25 * (i + 1), s % 2, s % 4 == 0) for i in range(3)] * 2 for s in range(0, 40, 3)}
-    topo = Torus(dims=(5, 4), wrap=(True, False), nodes_per_router=2, link_bw=(2e9, 3e9), cache_size=cache_size)
+    topo = make(cache_size)
     _, net, log, sent = run_traffic(topo, msgs, model="ideal", o_s=1e-6, o_r=5e-7)
     assert net.nodes[0]._summary is not None and any(p[0] is None for p in net.state.ideal_paths)
-    monkeypatch.setattr(Torus, "route_summary", lambda self, s, d: None)
-    ref = Torus(dims=(5, 4), wrap=(True, False), nodes_per_router=2, link_bw=(2e9, 3e9), cache_size=cache_size)
+    monkeypatch.setattr(type(topo), "route_summary", lambda self, s, d: None)
+    ref = make(cache_size)
     _, net_ref, log_ref, sent_ref = run_traffic(ref, msgs, model="ideal", o_s=1e-6, o_r=5e-7)
     assert all(p[0] is not None for p in net_ref.state.ideal_paths)
     assert log == log_ref and sent == sent_ref

@@ -274,3 +274,19 @@ def test_from_radix_validation():
         FatTree.from_radix(radix=9, levels=3, taper=2.0)
     with pytest.raises(TopologyError, match="taper"):
         FatTree.from_radix(radix=8, taper=0.5)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(levels=2, down=(4, 3), up=(1, 2)),
+    dict(levels=3, down=(2, 2, 3), up=(1, 2, 2), inject_bw="8GB/s"),
+    dict(levels=3, down=(2, 2, 3), up=(1, 2, 2), parallel=(1, 2, 1), routing="adaptive"),
+    dict(levels=1, down=(5,), up=(1,)),
+])
+def test_route_summary_is_the_length_bandwidth_and_ejection_of_the_route(kw):
+    t = FatTree(**kw)
+    bw = t.link_bw.tolist()
+    for s in range(t.n_nodes):
+        for d in range(t.n_nodes):
+            if s != d:
+                r = t.route_uncached(s, d)
+                assert t.route_summary(s, d) == (len(r), min(bw[l] for l in r), r[-1])
