@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import heapq
 import math
+from itertools import repeat
+from operator import is_not
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -130,7 +132,6 @@ class FlowSolver(Entity):
         self._local = np.zeros(self._nl + 1, dtype=np.int64)  # link numbers of _problems
         self._routes = np.full((64, 8), self._nl, dtype=np.int64)
         self._pad: tuple[int, ...] = ()  # a row's worth of sentinels
-        self._alive = np.zeros(64, dtype=bool)
         self._ratev = np.zeros(64)  # each row's flow's rate (as ``_Flow.rate``)
         self._row: list[_Flow | None] = [None] * 64
         self._free = list(range(63, -1, -1))
@@ -251,13 +252,11 @@ class FlowSolver(Entity):
             self._grow_rows()
         f.slot = slot = self._free.pop()
         self._row[slot] = f
-        self._alive[slot] = True
         self._next_segment(f, changed)
 
     def _grow_rows(self) -> None:
         n = len(self._row)
         self._routes = np.concatenate([self._routes, np.full_like(self._routes, self._nl)])
-        self._alive = np.concatenate([self._alive, np.zeros_like(self._alive)])
         self._ratev = np.concatenate([self._ratev, np.zeros_like(self._ratev)])
         self._row.extend([None] * n)
         self._free.extend(range(2 * n - 1, n - 1, -1))
@@ -358,7 +357,6 @@ class FlowSolver(Entity):
             self._next_segment(f, changed)
             return
         slot = f.slot
-        self._alive[slot] = False
         self._row[slot] = None  # (its row of routes is rewritten when reused; dead rows are not read)
         self._free.append(slot)
         self._complete(f)
@@ -691,7 +689,7 @@ class FlowSolver(Entity):
         """``_component`` by sweeps: mark the flows on marked links, then their links, until
         nothing new is marked."""
         routes = self._routes
-        alive = np.flatnonzero(self._alive)
+        alive = np.flatnonzero(np.fromiter(map(is_not, self._row, repeat(None)), dtype=bool, count=len(self._row)))
         sub = routes[alive]
         mark = np.zeros(self._nl + 1, dtype=bool)
         mark[seed] = True
