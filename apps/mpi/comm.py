@@ -315,11 +315,22 @@ class Comm:
                  recvtag: int | None = None, data: Any = None) -> Request:
         """Send to ``dest`` and receive from ``source`` (default: ``dest``) at the same time;
         returns the receive status. ``recvtag`` defaults to ``tag``."""
-        # irecv then isend, inlined: an eager send makes no request here.
-        source = self._src(dest if source is None else source)
-        recvtag = self._tag(tag if recvtag is None else recvtag, True)
-        dest = self._peer(dest, "dest")
-        tag = self._tag(tag, False)
+        # irecv then isend, inlined: an eager send makes no request here. The checks of
+        # _src, _tag and _peer in their order, their calls only for what they may refuse or
+        # convert (a plain rank or tag passes as it is).
+        size = self.size
+        if source is None:
+            source = dest
+        if not (source.__class__ is int and 0 <= source < size):
+            source = self._src(source)
+        if recvtag is None:
+            recvtag = tag
+        if not (recvtag.__class__ is int and recvtag >= 0):
+            recvtag = self._tag(recvtag, True)
+        if not (dest.__class__ is int and 0 <= dest < size):
+            dest = self._peer(dest, "dest")
+        if not (tag.__class__ is int and tag >= 0):
+            tag = self._tag(tag, False)
         c = nbytes.__class__
         if not ((c is int and nbytes >= 0) or (c is float and 0.0 <= nbytes < _INF)):
             check_nbytes("isend", nbytes)

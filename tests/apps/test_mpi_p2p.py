@@ -340,3 +340,44 @@ def test_sendrecv_with_distinct_tags():
     OUT.clear()
     run("t-sendrecv-tags")
     assert OUT == {0: (1, 1, 20, 1), 1: (0, 0, 10, 0)}
+
+
+@app("t-sendrecv-checks")
+def _sendrecv_checks(mpi):
+    import numpy as np
+
+    from apps import MpiError
+
+    other = 1 - mpi.rank
+    errs = []
+    for kw in (dict(dest=2), dict(dest=other, source=2), dict(dest=other, source=-7), dict(dest=other, recvtag=-3),
+               dict(dest=other, tag=-1), dict(dest=1.5), dict(dest=other, tag=2.5), dict(dest=2, tag=-1),
+               dict(dest=2, source=other), dict(dest=PROC_NULL, tag=-1)):
+        try:
+            mpi.sendrecv(nbytes=8, **kw)
+        except MpiError as exc:
+            errs.append(str(exc))
+    st = mpi.sendrecv(np.int64(other), 8, tag=np.int32(3), data=mpi.rank)
+    sent = mpi.sendrecv(other, 8, source=PROC_NULL, tag=4, data=mpi.rank)
+    got = mpi.sendrecv(PROC_NULL, 8, source=other, tag=4)
+    OUT[mpi.rank] = (errs, st.source, st.tag, st.data, sent.source, got.source, got.data)
+
+
+def test_sendrecv_checks_its_arguments_in_order_and_converts_integers():
+    # source first, then the receive tag, the destination and the send tag (each error
+    # names what is wrong); numpy integers are ranks and tags; PROC_NULL on either side.
+    OUT.clear()
+    run("t-sendrecv-checks")
+    errs = [
+        "source 2 is not a rank of communicator world (size 2) nor ANY_SOURCE",
+        "source 2 is not a rank of communicator world (size 2) nor ANY_SOURCE",
+        "source -7 is not a rank of communicator world (size 2) nor ANY_SOURCE",
+        "tag must be >= 0 or ANY_TAG, got -3",
+        "tag must be >= 0, got -1",
+        "source must be an integer, got 1.5",
+        "tag must be an integer, got 2.5",
+        "source 2 is not a rank of communicator world (size 2) nor ANY_SOURCE",
+        "dest 2 is not a rank of communicator world (size 2)",
+        "tag must be >= 0, got -1",
+    ]
+    assert OUT == {0: (errs, 1, 3, 1, PROC_NULL, 1, 1), 1: (errs, 0, 3, 0, PROC_NULL, 0, 0)}
