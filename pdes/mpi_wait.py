@@ -6,14 +6,15 @@ that still compute: each window costs several scheduler time slices and a run sl
 far more than the extra ranks explain. Polling with pauses does not help either, since a
 non-blocking collective only advances while every rank keeps calling into MPI.
 
-So, when a node is oversubscribed, the ranks of that node meet first in a :class:`NodeMeeting`
-over Unix datagram sockets and block in ``recv`` (no CPU while they wait, woken by the kernel
-the moment a datagram comes). When the whole run is on one node, each rank sends every other
-rank, in one datagram, its entry of the window table for that rank together with the batch
-of remote events for it (:meth:`NodeMeeting.meet`): one step, in which the last rank to
-arrive wakes every other directly, and no MPI collective at all. Otherwise the ranks of a
-node send their rows to the node's first rank, which answers once all have arrived, and the
-MPI collective follows, entered by ranks that have all arrived.
+So, when a node is oversubscribed, the ranks meet without MPI and sleep in the kernel while
+they wait. When the whole run is on one node, each rank writes its row of the window table
+and its batches of remote events into shared memory and sleeps on a futex until every row
+is there (:class:`SharedMeeting`): one step, no system call to look for the others' rows,
+and no MPI collective at all. Where there is no futex, the same step goes over Unix
+datagram sockets (:meth:`NodeMeeting.meet`: each rank sends every other, in one datagram,
+its entry for it and its batch for it, and blocks in ``recv``). On several nodes the ranks
+of a node send their rows to the node's first rank, which answers once all have arrived,
+and the MPI collective follows, entered by ranks that have all arrived.
 
 The environment variable ``PDES_MPI_WAIT`` chooses (the same on every rank; ``mpirun``
 passes the environment on):
@@ -27,10 +28,14 @@ passes the environment on):
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
+import platform
 import socket
 import struct
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -186,11 +191,167 @@ class NodeMeeting:
                 out.append(d[ENTRY.size:])
         return got, out
 
+    def meet_table(self, payloads: list[bytes], local_min: float, total: int, err: float,
+                   limit: int) -> tuple[tuple, list[bytes] | None]:
+        """:meth:`SharedMeeting.meet_table` over the sockets (:meth:`meet`)."""
+        limit = min(limit, MAX_SOCKET_BATCH)
+        got4, batches = self.meet([(len(b), local_min, total, err) for b in payloads],
+                                  payloads if total <= limit else None)
+        got = tuple(x for g in got4 for x in g)
+        return got, (batches if max(got[2::4]) <= limit else None)
+
     def close(self) -> None:
         self._sock.close()
 
 
-def node_meeting(comm: Any) -> tuple[NodeMeeting | None, bool]:
+#: ``futex`` system call numbers by machine (the one-node meeting sleeps on a futex; other
+#: machines meet over the sockets).
+_SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98, "riscv64": 98}
+_FUTEX_WAIT, _FUTEX_WAKE = 0, 1
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+def _futex_call() -> Any | None:
+    """libc's ``syscall`` set up for futexes, or None where there is none (not Linux, or a
+    machine missing from :data:`_SYS_FUTEX`)."""
+    if not sys.platform.startswith("linux") or platform.machine().lower() not in _SYS_FUTEX:
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):  # pragma: no cover - a libc without syscall()
+        return None
+    fn.restype = ctypes.c_long
+    fn.argtypes = [ctypes.c_long, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                   ctypes.c_void_p, ctypes.c_int]
+    return fn
+
+
+class SharedMeeting:
+    """The ranks of a run on one node meeting in shared memory (:meth:`meet_table`).
+
+    Each rank writes its row of the window table (its batch size for every rank, its next event
+    time, total bytes, failure or stop flag) and, when they are small enough, its batches
+    into its own slot of a shared file mapping, then its exchange number: looking for the
+    others' rows is a memory read, not a system call. A rank that finds some row missing
+    looks again a few times with ``sched_yield`` in between (the core goes to a rank that
+    still computes), then sleeps on a futex; each arriving rank changes the futex word and
+    wakes the sleepers. Slots alternate between even and odd exchanges: a rank writes an
+    exchange's slot only after every rank has read the one before it (a rank is at most one
+    exchange ahead of another). Built collectively by :func:`node_meeting`.
+    """
+
+    def __init__(self, node_comm: Any, token: str, futex: Any):
+        self.size = n = node_comm.size
+        self.rank = node_comm.rank
+        self._futex = futex
+        self._row = struct.Struct(f"<{n + 3}d")
+        self._table = struct.Struct(f"<{n * (n + 3)}d")
+        self._seq_off = 64
+        self._rows_off = 64 + 8 * 2 * n
+        self._bufs_off = self._rows_off + 2 * self._table.size
+        length = self._bufs_off + 2 * n * MAX_SOCKET_BATCH
+        path = os.path.join("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir(), f"pdes-{token}")
+        if self.rank == 0:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            os.ftruncate(fd, length)
+        node_comm.Barrier()  # the file exists at its full length
+        if self.rank != 0:
+            fd = os.open(path, os.O_RDWR)
+        try:
+            self._mm = mmap.mmap(fd, length)
+        finally:
+            os.close(fd)
+        node_comm.Barrier()  # every rank has it mapped: the name is not needed any more
+        if self.rank == 0:
+            os.unlink(path)
+        self._word = ctypes.c_int32.from_buffer(self._mm, 0)
+        self._addr = ctypes.addressof(self._word)
+        self._wait_for = _Timespec(0, 50_000_000)  # a safety net only: every arrival wakes
+        self._mv = memoryview(self._mm)
+        self._seqs = self._mv[self._seq_off : self._rows_off].cast("q")
+        self._count = 0
+
+    def meet_table(self, payloads: list[bytes], local_min: float, total: int, err: float,
+                   limit: int) -> tuple[tuple, list[bytes] | None]:
+        """Give this rank's row (``len(payloads[j])`` for each rank j, then ``local_min``,
+        ``total``, ``err``) and, when ``total`` is at most ``limit`` (capped at
+        :data:`MAX_SOCKET_BATCH`), its batches; return the table for this rank, flat as MPI's
+        ``Alltoall`` would give it (for each rank in order: its batch size for this rank, its
+        next event time, its total, its flag), and the batches addressed to this rank in rank
+        order (this rank's own included), or None when some rank's total was over the limit
+        (every rank then gets None).
+        """
+        n, me = self.size, self.rank
+        limit = min(limit, MAX_SOCKET_BATCH)
+        send = total <= limit
+        self._count += 1
+        seq = self._count
+        par = seq & 1
+        mv = self._mv
+        rows = self._rows_off + par * self._table.size
+        self._row.pack_into(self._mm, rows + me * self._row.size, *[len(b) for b in payloads], local_min, total, err)
+        if send and total:
+            base = self._bufs_off + (par * n + me) * MAX_SOCKET_BATCH
+            mv[base : base + total] = b"".join(payloads)
+        seqs = self._seqs
+        lo = par * n
+        seqs[lo + me] = seq
+        # Every arrival changes the futex word (to a value no other arrival writes in this
+        # exchange) and wakes the sleepers, after its row and number are in place.
+        self._word.value = (seq * n + me) & 0x7FFFFFFF
+        futex = self._futex
+        futex(_SYS_FUTEX_NR, self._addr, _FUTEX_WAKE, 0x7FFFFFFF, None, None, 0)
+        hi = lo + n
+        tries = YIELD_TRIES
+        while True:
+            word = self._word.value  # read before looking, so that a later arrival changes it
+            if min(seqs[lo:hi]) == seq:
+                break
+            if tries:
+                tries -= 1
+                os.sched_yield()
+            else:
+                futex(_SYS_FUTEX_NR, self._addr, _FUTEX_WAIT, word, ctypes.byref(self._wait_for), None, 0)
+        vals = self._table.unpack_from(self._mm, rows)
+        k = n + 3
+        got: list = []
+        big = False
+        for i in range(n):
+            r = i * k
+            t = vals[r + n + 1]
+            got += (vals[r + me], vals[r + n], t, vals[r + n + 2])
+            if t > limit:
+                big = True
+        if big:
+            return tuple(got), None
+        batches: list[bytes] = []
+        for i in range(n):
+            if i == me:
+                batches.append(payloads[me])
+                continue
+            r = i * k
+            size = int(vals[r + me])
+            if size:
+                start = self._bufs_off + (par * n + i) * MAX_SOCKET_BATCH + int(sum(vals[r : r + me]))
+                batches.append(bytes(mv[start : start + size]))
+            else:
+                batches.append(b"")
+        return tuple(got), batches
+
+    def close(self) -> None:
+        self._seqs.release()
+        self._mv.release()
+        del self._word
+        self._mm.close()
+
+
+_SYS_FUTEX_NR = _SYS_FUTEX.get(platform.machine().lower(), 0)
+
+
+def node_meeting(comm: Any) -> tuple[NodeMeeting | SharedMeeting | None, bool]:
     """Collectively over ``comm``: the node meeting of this rank (None when the ranks spin)
     and whether the whole communicator is on this one node. Every rank gets the same answer
     (an ``allreduce`` decides), so every rank takes the same path at every exchange.
@@ -209,11 +370,14 @@ def node_meeting(comm: Any) -> tuple[NodeMeeting | None, bool]:
         if not use or node.size == 1:
             return None, False
         token = node.bcast(os.urandom(8).hex() if node.rank == 0 else None, root=0)
-        meeting = NodeMeeting(node, token)
-        node.Barrier()  # every socket is bound before anyone sends
         # Ranks meet rank to rank (meet) only while each window's datagrams stay few; larger
         # runs meet with empty rows (rows), then use MPI.
         one_node = node.size == comm.size and comm.size <= ONE_NODE_MAX_RANKS
+        futex = _futex_call() if one_node else None
+        if comm.allreduce(0 if futex is None else 1, op=MPI.MIN):
+            return SharedMeeting(node, token, futex), True
+        meeting = NodeMeeting(node, token)
+        node.Barrier()  # every socket is bound before anyone sends
         return meeting, one_node
     finally:
         node.Free()

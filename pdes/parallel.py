@@ -217,16 +217,14 @@ class WindowExchange:
         err = 1.0 if failed else -float(signum)
         meeting = self.meeting
         if meeting is not None and self.one_node:
-            # Every other rank gets, in one datagram, this rank's entry for it and, when this
-            # rank's batches are small enough for the sockets, its batch for it.
-            got4, batches = meeting.meet([(len(b), local_min, total, err) for b in payloads],
-                                         payloads if total <= MAX_SOCKET_BATCH else None)
-            if not any([g[3] for g in got4]) and max([g[2] for g in got4]) <= MAX_SOCKET_BATCH:
-                # No failure, and every rank's batches came with its entry (every rank sees the
-                # same entries, so every rank takes this path).
+            # Every rank gets every row of the table and, when every rank's batches are small
+            # enough for the meeting, the batches addressed to it (shared memory or sockets).
+            got, batches = meeting.meet_table(payloads, local_min, total, err, MAX_SOCKET_BATCH)
+            if batches is not None and not any(got[3::4]):
+                # No failure, and every rank's batches came with its row (every rank sees the
+                # same rows, so every rank takes this path).
                 self.bytes_sent += total
-                return min([g[1] for g in got4]), False, 0, [b for b in batches if b]
-            got = tuple(x for g in got4 for x in g)
+                return min(got[1::4]), False, 0, [b for b in batches if b]
         else:
             vals: list[float] = []
             for b in payloads:

@@ -1,7 +1,7 @@
 """Waiting in the kernel at the window exchange (PDES_MPI_WAIT=block, pdes.mpi_wait): the
-same events as the sequential run on every path (table and batches over the node's sockets,
-batches too large for them through MPI, the meeting followed by MPI's collective), and a
-one-line error for a bad value."""
+same events as the sequential run on every path (table and batches in shared memory, or over
+the node's sockets where there is no futex, batches too large for them through MPI, the
+meeting followed by MPI's collective), and a one-line error for a bad value."""
 
 from __future__ import annotations
 
@@ -22,14 +22,18 @@ def _phold(monkeypatch, mode: str, **patch):
         monkeypatch.setattr(mw, "ONE_NODE_MAX_RANKS", patch["one_node_max"])
     if "max_batch" in patch:
         monkeypatch.setattr(par, "MAX_SOCKET_BATCH", patch["max_batch"])
+    if patch.get("no_futex"):
+        monkeypatch.setattr(mw, "_futex_call", lambda: None)
     comm = MPI.COMM_WORLD
     p = PholdParams(n_lps=48, events_per_lp=3, end_time=30.0, regions=4, remote=0.5, digest=True)
     sim, st = run(p, seed=5, comm=comm, parallel=True)
     return comm, p, lp_digests(sim), st
 
 
-@pytest.mark.parametrize("patch", [{}, {"max_batch": 0}, {"max_batch": 150}, {"one_node_max": 1}],
-                         ids=["sockets", "large-batches-via-mpi", "some-ranks-over-the-limit", "meet-then-mpi"])
+@pytest.mark.parametrize("patch", [{}, {"max_batch": 0}, {"max_batch": 150}, {"no_futex": True},
+                                   {"no_futex": True, "max_batch": 150}, {"one_node_max": 1}],
+                         ids=["shared-memory", "large-batches-via-mpi", "some-ranks-over-the-limit", "sockets",
+                              "sockets-some-ranks-over-the-limit", "meet-then-mpi"])
 def test_blocking_wait_gives_the_sequential_events(monkeypatch, patch):
     from pdes.examples.phold import lp_digests, run
 
