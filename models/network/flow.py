@@ -24,7 +24,7 @@ from __future__ import annotations
 import heapq
 import math
 from itertools import repeat
-from operator import is_not
+from operator import attrgetter, is_not
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -59,12 +59,19 @@ class _Comp:
         self.stamp = 0
 
 
+class _Due(float):
+    """An entry of the solver's due heap: a float (the time a flow's segment comes due), so
+    the heap compares floats, not tuples; ``f``: the flow, whose ``entry`` it is while live."""
+
+    __slots__ = ("f",)
+
+
 class _Flow:
     """One message in flight: its current segment's route, bytes and rate. ``slot`` is its row
     in the solver's arrays (routes, for the vectorised pass over large components)."""
 
     __slots__ = ("fid", "slot", "msg", "dst", "route", "restricted", "extra", "size", "left",
-                 "rate", "rem", "t", "fin", "ver", "due", "mark", "comp")
+                 "rate", "rem", "t", "fin", "entry", "due", "mark", "comp")
 
     def __init__(self, fid: int, msg: tuple, dst: int, route: tuple, restricted: bool, extra: float):
         self.fid = fid
@@ -80,10 +87,10 @@ class _Flow:
         self.rem = 0.0  # bytes of the current segment still to go, as of t
         self.t = 0.0
         self.fin = math.inf  # when the segment ends at the current rate
-        # The flow's one live entry in the solver's due heap: its version (older entries are
-        # stale) and its time (inf: none), at most ``fin``: an entry that comes due before
-        # ``fin`` (the rate fell since) is put back at ``fin``, not the moment the rate falls.
-        self.ver = 0
+        # The flow's one live entry in the solver's due heap (others are stale; None: none)
+        # and its time (inf: none), at most ``fin``: an entry that comes due before ``fin``
+        # (the rate fell since) is put back at ``fin``, not the moment the rate falls.
+        self.entry: _Due | None = None
         self.due = math.inf
         self.mark = 0  # the stamp of the last walk that found it
         self.comp: _Comp | None = None  # its component, or one that went into it (``up``)
@@ -120,8 +127,8 @@ class FlowSolver(Entity):
         self._stamp = 0  # stamps of the walks: a flow found by one has its ``mark``
         self._starts: list[tuple] = []
         self._resolving = False
-        # (time, fid, version, flow): (fid, version) is unique, so the flow is never compared.
-        self._due: list[tuple[float, int, int, _Flow]] = []
+        # Due entries; those of one time are ended in flow id order (as tuples would be).
+        self._due: list[_Due] = []
         self._wakes: list[float] = []  # times of the wake-ups already scheduled
         # The routes of the flows in flight as rows of an array, so that a recomputation of
         # large components gathers them and their incidence with numpy. A row is padded with
@@ -173,20 +180,30 @@ class FlowSolver(Entity):
         self._schedule_wake(now)
 
     def _end_due(self, now: float, changed: set[int]) -> None:
-        """End every segment due by ``now`` (stale entries skipped, early ones put back)."""
+        """End every segment due by ``now`` (stale entries skipped, early ones put back), in
+        the order of (time, flow id)."""
         due = self._due
+        if not due or due[0] > now:
+            return
         pop = heapq.heappop
-        while due and due[0][0] <= now:
-            t, fid, ver, f = due[0]
-            if f.ver != ver:
-                pop(due)
-            elif t == f.fin:
-                pop(due)
-                self._segment_done(f, changed)
+        ready = []
+        while due and due[0] <= now:
+            e = pop(due)
+            f = e.f
+            if f.entry is not e:
+                continue
+            fin = f.fin
+            if e == fin:
+                ready.append(f)
             else:
-                f.ver = ver + 1
-                f.due = f.fin
-                heapq.heapreplace(due, (f.fin, fid, ver + 1, f))
+                f.due = fin
+                e = f.entry = _Due(fin)
+                e.f = f
+                heapq.heappush(due, e)
+        if len(ready) > 1:
+            ready.sort(key=_FIN_FID)
+        for f in ready:
+            self._segment_done(f, changed)
 
     def _schedule_wake(self, now: float) -> None:
         """A wake-up at the earliest live completion, unless one is already due by then."""
@@ -195,17 +212,20 @@ class FlowSolver(Entity):
         while wakes and wakes[0] <= now:
             heapq.heappop(wakes)
         while due:
-            t, fid, ver, f = due[0]
-            if f.ver != ver:
+            e = due[0]
+            f = e.f
+            if f.entry is not e:
                 heapq.heappop(due)
-            elif t != f.fin:
-                f.ver = ver + 1
-                f.due = f.fin
-                heapq.heapreplace(due, (f.fin, fid, ver + 1, f))
+            elif e != f.fin:
+                fin = f.fin
+                f.due = fin
+                e = f.entry = _Due(fin)
+                e.f = f
+                heapq.heapreplace(due, e)
             else:
                 break
-        if due and (not wakes or wakes[0] > due[0][0]):
-            top = due[0][0]
+        if due and (not wakes or wakes[0] > due[0]):
+            top = float(due[0])
             # The wake-up's own time, as the kernel computes it: now + (top - now) may fall
             # an ulp short of top, and then that wake-up schedules the next.
             heapq.heappush(wakes, now + (top - now))
@@ -280,7 +300,7 @@ class FlowSolver(Entity):
         f.rate = 0.0
         f.t = self.sim.now
         f.fin = f.due = math.inf
-        f.ver += 1
+        f.entry = None
         self._set_route(f)
         self._ratev[f.slot] = 0.0
         self._st.flows += 1
@@ -574,9 +594,10 @@ class FlowSolver(Entity):
             ratev[f.slot] = r
             fin = f.fin = now + rem / r
             if fin < f.due:
-                ver = f.ver = f.ver + 1
                 f.due = fin
-                push(due, (fin, f.fid, ver, f))
+                e = f.entry = _Due(fin)
+                e.f = f
+                push(due, e)
 
     def _recompute_big(self, comps: list[np.ndarray], now: float) -> None:
         """:meth:`_recompute` for the larger components: one vectorised pass over all."""
@@ -611,9 +632,10 @@ class FlowSolver(Entity):
             f.rate = x
             f.fin = fin
             if fin < f.due:
-                ver = f.ver = f.ver + 1
                 f.due = fin
-                push(due, (fin, f.fid, ver, f))
+                e = f.entry = _Due(fin)
+                e.f = f
+                push(due, e)
 
     def _walk(self, seed: int) -> tuple[list[_Flow], list[list[int]], list[int], list[float]] | None:
         """The flows connected to link ``seed`` through shared links, found by a walk over
@@ -721,6 +743,8 @@ def _joined(sets: list[dict]) -> bool:
         rest = left
     return False
 
+
+_FIN_FID = attrgetter("fin", "fid")
 
 #: Largest component found by walking the link sets before switching to numpy sweeps.
 _WALK = 128
