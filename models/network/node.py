@@ -387,7 +387,11 @@ class NetworkNode(Entity):
         bytes pending yet."""
         st = self._st
         node = self.node
-        summary = self._summary(node, dst) if self._summary is not None else None
+        summarize = self._summary
+        # (A node id that is not a plain int in range takes the route, whose lookup converts
+        # it or names the bad id, as without summaries.)
+        ok = summarize is not None and dst.__class__ is int and 0 <= dst < self._n_nodes
+        summary = summarize(node, dst) if ok else None
         if summary is None:
             # A cached path keeps its route: the topology's own route cache would only hold it twice.
             route = st.topology.route_uncached(node, dst)

@@ -359,3 +359,17 @@ def test_ideal_paths_made_without_routes_give_the_same_times_and_link_bytes(make
     a, b = net.stats(), net_ref.stats()
     assert a.link_bytes.sum() > 0 and a.link_bytes.tolist() == b.link_bytes.tolist()
     assert a.job_hop_bytes == b.job_hop_bytes and a.job_bytes == b.job_bytes
+
+
+def test_ideal_paths_from_summaries_refuse_a_bad_node_and_keep_numpy_ids_as_before():
+    # A destination out of range is named by the topology, as a route lookup names it; a
+    # numpy integer destination takes the route (hop-bytes stay Python floats).
+    import numpy as np
+
+    topo = Torus(dims=(4, 3), nodes_per_router=2)
+    for bad in (topo.n_nodes + 5, -3):
+        with pytest.raises(Exception, match=f"dst {bad} is not a node"):
+            run_traffic(topo, {0: [(bad, 100, 0)]}, model="ideal")
+    _, net, _, _ = run_traffic(topo, {0: [(np.int64(5), 100, 0, False)], 1: [(7, 100.5, 0, False)]}, model="ideal")
+    hb = net.stats().job_hop_bytes
+    assert type(hb[0]) is float and hb[0] == 100 * (topo.hops(0, 5)) + 100.5 * topo.hops(1, 7)
