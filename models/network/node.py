@@ -405,12 +405,26 @@ class NetworkNode(Entity):
             # numpy, when their bytes are counted.
             route = None
             n, min_bw, eject = summary
-            base = st.o_s + st.lat_sum_n(n) + st.o_r
+            sums = st.lat_sums
+            base = st.o_s + (sums[n] if n < len(sums) else st.lat_sum_n(n)) + st.o_r
             dest = st.dst_eid[eject]
-        table = self.sim._svc_tables.get("_deliver")
+        sim = self.sim
+        table = sim._svc_tables.get("_deliver")
         fn = table[dest] if table is not None else None
+        if fn is None and dest in sim._local:
+            # The first message to that node: its delivery callable, resolved as the kernel
+            # resolves a first send's (not through a send by name).
+            fn = sim._resolve_delivery(dest, "_deliver")
         path = [route, base, min_bw, 0, fn, n - 2, dest, node, dst]
-        self._keep_path(dst, path)
+        # (_keep_path, inlined: once per new pair of nodes, most messages of a one-shot job.)
+        ideal = st.ideal_paths
+        if len(ideal) >= self._path_cap:
+            st.flush_paths(True)
+        paths = self._paths
+        if not paths:
+            st.path_tables.append(paths)
+        paths[dst] = path
+        ideal.append(path)
         return path
 
     def _path_route(self, path: list) -> tuple[int, ...]:
@@ -419,17 +433,6 @@ class NetworkNode(Entity):
         if route is None:
             route = path[0] = self._st.topology.route_uncached(path[7], path[8])
         return route
-
-    def _keep_path(self, dst: int, path: list) -> None:
-        """Cache ``path`` to node ``dst`` (emptying a full cache first)."""
-        st = self._st
-        if len(st.ideal_paths) >= self._path_cap:
-            st.flush_paths(True)
-        paths = self._paths
-        if not paths:
-            st.path_tables.append(paths)
-        paths[dst] = path
-        st.ideal_paths.append(path)
 
     def _ideal_send(self, dst: int, msg: tuple) -> None:
         st = self._st
