@@ -74,6 +74,27 @@ def install_abort_hook(comm: Any) -> None:
     sys.excepthook = hook
 
 
+#: Seconds a rank sleeps between looks at a :func:`quiet_barrier` that is not complete.
+QUIET_BARRIER_PAUSE_S = 0.0005
+
+
+def quiet_barrier(comm: Any) -> None:
+    """Wait until every rank of ``comm`` has called this, sleeping meanwhile.
+
+    MPICH polls without pause in a blocking ``Barrier``: ranks that arrive early (while one
+    rank still works alone) would take the cores of the ranks that work when there are more
+    ranks than cores. Here a non-blocking barrier is looked at every
+    :data:`QUIET_BARRIER_PAUSE_S` seconds instead (it advances whenever a rank looks).
+    """
+    if comm is None or comm.size == 1:
+        return
+    import time
+
+    req = comm.Ibarrier()
+    while not req.Test():
+        time.sleep(QUIET_BARRIER_PAUSE_S)
+
+
 #: Seconds between a rank's last words and ``MPI_Abort`` (see :func:`abort_world`).
 ABORT_GRACE_S = 0.2
 

@@ -20,11 +20,23 @@ def test_static_study_identical_to_sequential(parallel):
     seq = load_test_module("simhpc/test_studies.py")  # the sequential tests' cases
     _same, _study = seq._same, seq._study
 
+    comm = MPI.COMM_WORLD
     st = dataclasses.replace(_study(), parallel=parallel)
-    par = run_study(st, comm=MPI.COMM_WORLD)
-    seq = run_study(st, comm=None)
-    _same(seq, par)
-    assert par.info["ranks"] == MPI.COMM_WORLD.size
+    par = run_study(st, comm=comm)
+    assert par.info["ranks"] == comm.size
+    _every_rank_same_as_sequential(comm, st, par, _same)
+
+
+def _every_rank_same_as_sequential(comm, st, par, same):
+    """Every rank's result equals the sequential one, which rank 0 alone computes (the
+    others wait asleep, see conftest.py)."""
+    from simhpc.studies import run_study
+
+    pars = comm.gather(par, root=0)
+    if comm.rank == 0:
+        seq = run_study(st, comm=None)
+        for p in pars:
+            same(seq, p)
 
 
 @pytest.mark.parametrize("parallel", ["runs", "simulation"])
@@ -38,7 +50,7 @@ def test_trace_study_identical_to_sequential(parallel):
     TRACE_TOML, _same = seq.TRACE_TOML, seq._same
 
     st = loads_study(TRACE_TOML, overrides=[f'study.parallel="{parallel}"'])
-    _same(run_study(st, comm=None), run_study(st, comm=MPI.COMM_WORLD))
+    _every_rank_same_as_sequential(MPI.COMM_WORLD, st, run_study(st, comm=MPI.COMM_WORLD), _same)
 
 
 @pytest.mark.parametrize("flag,path,why", [("--out", "/no/such/dir/s.h5", "does not exist"),
