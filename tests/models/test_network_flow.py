@@ -15,7 +15,7 @@ from apps import run_app
 from models.network import Network, NetworkConfig, NetworkConfigError, network_lookahead
 from models.network.maxmin import maxmin_local, maxmin_rates, maxmin_small
 from models.presets import Machine, get_machine
-from models.topology import FatTree, Torus
+from models.topology import Dragonfly, FatTree, Torus
 from pdes import Simulator
 from tests_support import Probe, run_traffic
 
@@ -360,6 +360,29 @@ def test_leaving_out_private_links_changes_no_rate(monkeypatch, quantum):
         assert (got.runtime, got.events) == (ref.runtime, ref.events)
         assert (got.net.flow_touched, got.net.flow_touched_max) == (ref.net.flow_touched, ref.net.flow_touched_max)
         assert got.net.link_bytes.tolist() == ref.net.link_bytes.tolist()
+
+
+@pytest.mark.parametrize("quantum", [None, 1e-6])
+def test_kept_components_match_walks_with_segments_and_adaptive_routes(monkeypatch, quantum):
+    # Batched recomputations take a component kept since its last solve (merged by starts,
+    # split where an end may disconnect it) instead of walking it. With segments (a flow
+    # ends and restarts, on a new UGAL route) the runs are the same, bit for bit, as solving
+    # every component after a walk, one by one.
+    import models.network.flow as flow
+
+    topo = Dragonfly(a=4, p=2, h=2, routing="ugal")
+    machine = Machine(name="df-ugal", topology=topo, cores_per_node=4, flops_per_node="100GF",
+                      mem_bw_per_node="20GB/s")
+    net = NetworkConfig(model="flow", flow_quantum=quantum, flow_segment=16_384)
+    kw = dict(ranks_per_node=1, network=net, placement="random", seed=4, comm=None, nbytes=50_000, iters=2)
+    monkeypatch.setattr(flow, "_BATCH", 10**9)
+    ref = run_app(machine, "alltoall", 32, **kw)
+    monkeypatch.setattr(flow, "_BATCH", 1)
+    got = run_app(machine, "alltoall", 32, **kw)
+    assert ref.net.flows > 32 * 31  # segments
+    assert (got.runtime, got.events) == (ref.runtime, ref.events)
+    assert (got.net.flow_touched, got.net.flow_touched_max) == (ref.net.flow_touched, ref.net.flow_touched_max)
+    assert got.net.link_bytes.tolist() == ref.net.link_bytes.tolist()
 
 
 # -- the rate quantum --------------------------------------------------------------------------
