@@ -527,10 +527,14 @@ class FlowSolver(Entity):
             label = np.repeat(np.arange(len(sizes)), sizes)
             rates = maxmin_rates(*self._problems(idx), label)
             # Only the flows whose rate moved (often under half) go through _set_rates.
-            moved = np.flatnonzero(rates != self._ratev[idx])
+            ratev = self._ratev
+            moved = np.flatnonzero(rates != ratev[idx])
             if len(moved):
                 row = self._row
-                self._set_rates([row[i] for i in idx[moved].tolist()], rates[moved].tolist(), now)
+                rows = idx[moved]
+                new = rates[moved]
+                ratev[rows] = new
+                self._set_rates([row[i] for i in rows.tolist()], new.tolist(), now, False)
         if big:
             self._recompute_big(big, now)
 
@@ -574,10 +578,11 @@ class FlowSolver(Entity):
         # Alone, a flow's rate is its narrowest link's capacity (one filling step from 0.0).
         self._set_rates(fl, [min(rc)] if len(fl) == 1 else maxmin_local(routes, cnt, rc), now)
 
-    def _set_rates(self, fl: list[_Flow], rates: list[float], now: float) -> None:
+    def _set_rates(self, fl: list[_Flow], rates: list[float], now: float, track: bool = True) -> None:
         """Give the flows their new rates: the bytes sent at the old rate since its last
         change counted, and a due entry for the new finish where it is sooner than the
-        flow's entry."""
+        flow's entry. ``track``: also write the rates to ``_ratev`` (False: the caller did,
+        for all at once)."""
         due = self._due
         push = heapq.heappush
         ratev = self._ratev
@@ -591,7 +596,8 @@ class FlowSolver(Entity):
             f.rem = rem
             f.t = now
             f.rate = r
-            ratev[f.slot] = r
+            if track:
+                ratev[f.slot] = r
             fin = f.fin = now + rem / r
             if fin < f.due:
                 f.due = fin
