@@ -55,28 +55,36 @@ def maxmin_rates(ptr: np.ndarray, idx: np.ndarray, cap: np.ndarray, comp: np.nda
     inc = idx  # incidence entries of the flows still rising
     inc_owner = owner
     level = np.zeros(n_comp)
-    while inc.size:
-        n = np.bincount(inc, minlength=k)
-        used = n > 0
-        share = np.full(k, np.inf)
-        share[used] = rc[used] / n[used]
-        if n_comp == 1:
-            delta = share[used].min(keepdims=True)
-        else:
-            delta = np.full(n_comp, np.inf)
-            np.minimum.at(delta, link_comp[used], share[used])
-        going = np.isfinite(delta)
-        level[going] += delta[going]
-        d = delta[link_comp]
-        rc[used] -= n[used] * d[used]
-        sat = used & (share <= d * (1.0 + _TIE))
-        rc[sat] = 0.0
-        frozen = inc_owner[sat[inc]]  # repeats are harmless: the same value is written
-        rate[frozen] = level[comp[frozen]]
-        active[frozen] = False
-        keep = active[inc_owner]
-        inc = inc[keep]
-        inc_owner = inc_owner[keep]
+    share = np.empty(k)
+    nd = np.empty(k)
+    tie = 1.0 + _TIE
+    # Masked ufuncs (``where=used``) rather than gathers and scatters of the used links: the
+    # same operations on the same links. A link not used stays at an infinite share; n * d
+    # may be NaN there (0 * inf), never read. A saturated link is not zeroed: its flows all
+    # freeze, so it is never used again.
+    with np.errstate(invalid="ignore"):
+        while inc.size:
+            n = np.bincount(inc, minlength=k)
+            used = n > 0
+            share.fill(np.inf)
+            np.divide(rc, n, out=share, where=used)
+            if n_comp == 1:
+                delta = share.min(keepdims=True)
+            else:
+                delta = np.full(n_comp, np.inf)
+                np.minimum.at(delta, link_comp, share)
+            going = np.isfinite(delta)
+            level[going] += delta[going]
+            d = delta[link_comp]
+            np.multiply(n, d, out=nd)
+            np.subtract(rc, nd, out=rc, where=used)
+            sat = share <= d * tie  # (only read on used links)
+            frozen = inc_owner[sat[inc]]  # repeats are harmless: the same value is written
+            rate[frozen] = level[comp[frozen]]
+            active[frozen] = False
+            keep = active[inc_owner]
+            inc = inc[keep]
+            inc_owner = inc_owner[keep]
     return rate
 
 
