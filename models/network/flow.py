@@ -31,7 +31,7 @@ import numpy as np
 
 from pdes import Entity
 
-from .maxmin import maxmin_local, maxmin_rates
+from .maxmin import maxmin_incidence, maxmin_local, maxmin_rates
 
 if TYPE_CHECKING:  # pragma: no cover
     from .network import Network
@@ -135,7 +135,6 @@ class FlowSolver(Entity):
         # the sentinel link ``n_links`` (never carrying a flow); free rows are reused
         # last-freed first.
         self._nl = len(self._cap)
-        self._capx = np.append(self._cap, math.inf)  # with the padding link's
         self._local = np.zeros(self._nl + 1, dtype=np.int64)  # link numbers of _problems
         self._routes = np.full((64, 8), self._nl, dtype=np.int64)
         self._pad: tuple[int, ...] = ()  # a row's worth of sentinels
@@ -525,7 +524,7 @@ class FlowSolver(Entity):
         if sl:
             idx = np.array(sl, dtype=np.int64)
             label = np.repeat(np.arange(len(sizes)), sizes)
-            rates = maxmin_rates(*self._problems(idx), label)
+            rates = maxmin_incidence(len(idx), *self._problems(idx), label)
             # Only the flows whose rate moved (often under half) go through _set_rates.
             ratev = self._ratev
             moved = np.flatnonzero(rates != ratev[idx])
@@ -540,35 +539,33 @@ class FlowSolver(Entity):
 
     def _problems(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The problem that :meth:`_walk` builds, for whole components (their flows' rows,
-        ``rows``) at once, from their rows of routes: (ptr, idx, cap) over link numbers of this call. As in the walk,
-        a flow crosses its shared links and, unless one of them is narrower by more than
-        ``_MARGIN``, its narrowest private link, a link of its own (a component holds every
-        flow on its links, so a link's count among ``fl`` is its count in the network)."""
+        ``rows``) at once, from their rows of routes: the incidence (owner, idx) over link
+        numbers of this call and the links' capacities, for
+        :func:`~.maxmin.maxmin_incidence`. As in the walk, a flow crosses its shared links
+        and, unless one of them is narrower by more than ``_MARGIN``, its narrowest private
+        link, a link of its own (a component holds every flow on its links, so a link's
+        count among the rows is its count in the network)."""
         nl = self._nl
-        m = len(rows)
-        # Link by flow (the routes' columns as rows): the minimum over each flow's links
-        # then runs along rows, several times faster in numpy than across short rows.
-        sub = self._routes[rows].T.copy()
-        cnt = np.bincount(sub.ravel(), minlength=nl + 1)
-        cnt[nl] = 0  # the padding
-        n = cnt[sub]
-        shared = n > 1
-        capm = self._capx[sub]
+        sub = self._routes[rows]
+        real = sub < nl  # (the rest is padding)
+        lk = sub[real]  # the flows' links, flow after flow
+        per = np.count_nonzero(real, axis=1)
+        start = np.zeros(len(rows), dtype=np.int64)
+        np.cumsum(per[:-1], out=start[1:])
+        cnt = np.bincount(lk, minlength=nl)
+        shared = cnt[lk] > 1
+        capm = self._cap[lk]
         inf = math.inf
-        pc = np.where(n == 1, capm, inf).min(axis=0)
-        sc = np.where(shared, capm, inf).min(axis=0)
-        keep = pc <= sc * (1.0 + _MARGIN)
+        pc = np.minimum.reduceat(np.where(shared, inf, capm), start)
+        sc = np.minimum.reduceat(np.where(shared, capm, inf), start)
+        keep = np.flatnonzero(pc <= sc * (1.0 + _MARGIN))
         links = np.flatnonzero(cnt > 1)
         k = len(links)
         local = self._local
         local[links] = np.arange(k)
-        loc = np.full((m, len(sub) + 1), -1, dtype=np.int64)  # a flow's links, its own last
-        np.copyto(loc[:, :-1].T, local[sub], where=shared)
-        loc[keep, -1] = np.arange(k, k + int(np.count_nonzero(keep)))
-        ok = loc >= 0
-        ptr = np.zeros(m + 1, dtype=np.int64)
-        np.cumsum(np.count_nonzero(ok, axis=1), out=ptr[1:])
-        return ptr, loc[ok], np.concatenate([self._cap[links], pc[keep]])
+        owner = np.concatenate([np.repeat(np.arange(len(rows)), per)[shared], keep])
+        idx = np.concatenate([local[lk[shared]], np.arange(k, k + len(keep))])
+        return owner, idx, np.concatenate([self._cap[links], pc[keep]])
 
     def _solve_small(self, got: tuple, now: float) -> None:
         """New rates for one component of at most ``_SMALL`` flows, found by :meth:`_walk`,

@@ -40,11 +40,19 @@ def maxmin_rates(ptr: np.ndarray, idx: np.ndarray, cap: np.ndarray, comp: np.nda
         crosses a saturated link on which no other flow has a higher rate.
     """
     m = len(ptr) - 1
+    if m == 0:
+        return np.zeros(0)
+    return maxmin_incidence(m, np.repeat(np.arange(m), np.diff(ptr)), idx, cap, comp)
+
+
+def maxmin_incidence(m: int, owner: np.ndarray, idx: np.ndarray, cap: np.ndarray,
+                     comp: np.ndarray | None = None) -> np.ndarray:
+    """:func:`maxmin_rates` over an incidence in any order: entry ``i`` says flow
+    ``owner[i]`` (of ``m``, each in at least one entry) crosses link ``idx[i]``."""
     k = len(cap)
     rate = np.zeros(m)
     if m == 0:
         return rate
-    owner = np.repeat(np.arange(m), np.diff(ptr))
     if comp is None:
         comp = np.zeros(m, dtype=np.int64)
     n_comp = int(comp.max()) + 1
@@ -149,4 +157,4 @@ def maxmin_local(routes: Sequence[Sequence[int]], n: list[int], rc: list[float])
         active = still
 
 
-__all__ = ["maxmin_local", "maxmin_rates", "maxmin_small"]
+__all__ = ["maxmin_incidence", "maxmin_local", "maxmin_rates", "maxmin_small"]
