@@ -8,7 +8,9 @@ start or end, only the flows connected to them through shared links (their conne
 component in the link-flow graph) get new rates: a small component, found by walking the
 flows on each link, by :func:`~.maxmin.maxmin_local` in plain Python, larger ones by
 :func:`~.maxmin.maxmin_rates` over a CSR incidence (the same rates, bit for bit); all starts
-and ends of one instant are handled in one recomputation.
+and ends of one instant are handled in one recomputation. Components are also kept between
+recomputations (:class:`_Comp`), so that a recomputation of many (as at each boundary of a
+rate quantum) walks only those an end may have split.
 When a message's last byte is through, the solver tells the destination NIC (delivery after
 ``o_r``) and, for ``notify``, the sender.
 
