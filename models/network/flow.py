@@ -195,6 +195,9 @@ class FlowSolver(Entity):
                 continue
             fin = f.fin
             if e == fin:
+                # Unlinked now, so that flow and entry (a cycle) go by reference counting,
+                # not by the cyclic collector, with the message they hold.
+                f.entry = None
                 ready.append(f)
             else:
                 f.due = fin
@@ -386,9 +389,10 @@ class FlowSolver(Entity):
         msg = f.msg
         la = self.sim.lookahead
         d = self._o_r + f.extra
-        self.send(self._st.dst_eid[f.route[-1]], "flow_in", msg, d if d >= la else la)
+        # Straight to the NICs' own delivery and buffer release (no service of their own).
+        self.send(self._st.dst_eid[f.route[-1]], "_deliver", msg, d if d >= la else la)
         if msg[5]:
-            self.send(self._node_off + msg[0], "flow_sent", msg, la)
+            self.send(self._node_off + msg[0], "_sent", msg, la)
 
     def _recompute(self, changed: set[int], now: float) -> None:
         """New rates for every flow connected to ``changed`` links through shared links:

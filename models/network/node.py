@@ -499,14 +499,6 @@ class NetworkNode(Entity):
         la = self.sim.lookahead
         self.send(self._solver, "flow_start", (msg, dst, route, restricted, sum_lat), delay if delay >= la else la)
 
-    def flow_in(self, msg: tuple) -> None:
-        """Flow model: the whole message has arrived, and the receive overhead has passed."""
-        self._deliver(msg)
-
-    def flow_sent(self, msg: tuple) -> None:
-        """Flow model: the message's last byte is through; its buffer is free."""
-        self._sent(msg)
-
     # -- intra-node copies -------------------------------------------------------------------
     def _intra(self, msg: tuple) -> None:
         st = self._st
