@@ -118,7 +118,7 @@ class FlowSolver(Entity):
         self._changed: set[int] = set()  # links whose flows' rates wait for the next boundary
         # The flows on each link, in the order they came (a dict as an ordered set, so that
         # walks meet the flows in the same order in every run; made on a link's first flow,
-        # kept when empty), and their number.
+        # dropped with its last, so that idle links keep no objects alive), and their number.
         n_links = len(self._capl)
         self._on_link: list[dict[_Flow, None] | None] = [None] * n_links
         self._n_on: list[int] = [0] * n_links
@@ -312,28 +312,28 @@ class FlowSolver(Entity):
         n_on = self._n_on
         root = None  # the component the segment joins
         for l in f.route:
-            c = n_on[l] = n_on[l] + 1
+            n_on[l] += 1
             s = on_link[l]
             if s is None:
                 on_link[l] = {f: None}
                 continue
-            if c > 1:  # the link's flows' component joins f's
-                g = next(iter(s))
-                r = g.comp
+            # The link's flows' component joins f's.
+            g = next(iter(s))
+            r = g.comp
+            if r is not root:
+                while r.up is not None:
+                    r = r.up
+                g.comp = r
                 if r is not root:
-                    while r.up is not None:
-                        r = r.up
-                    g.comp = r
-                    if r is not root:
-                        if root is None:
-                            root = r
-                        else:
-                            if len(r.slots) > len(root.slots):
-                                r, root = root, r
-                            root.slots.update(r.slots)
-                            r.up = root
-                            if r.dirty:
-                                root.dirty = True
+                    if root is None:
+                        root = r
+                    else:
+                        if len(r.slots) > len(root.slots):
+                            r, root = root, r
+                        root.slots.update(r.slots)
+                        r.up = root
+                        if r.dirty:
+                            root.dirty = True
             s[f] = None
         if root is None:
             f.comp = _Comp({f.slot: None})
@@ -352,12 +352,14 @@ class FlowSolver(Entity):
         rest = []  # the flows left on f's links that others share
         for l in route:
             b[l] += size
-            s = on_link[l]
-            del s[f]
             c = n_on[l] = n_on[l] - 1
             if c:  # its other flows get new rates
+                s = on_link[l]
+                del s[f]
                 changed.add(l)
                 rest.append(s)
+            else:
+                on_link[l] = None
         r = f.comp
         while r.up is not None:
             r = r.up
