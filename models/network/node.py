@@ -480,9 +480,12 @@ class NetworkNode(Entity):
         ck = None if (self._keyed or restricted) else self._path_base + dst
         path = st.flow_paths.get(ck) if ck is not None else None
         if path is None:
-            route = self._route_for(msg[3], dst, msg[1])
-            lat = st.lat
-            path = (route, sum(lat[l] for l in route))
+            if ck is None:
+                route = self._route_for(msg[3], dst, msg[1])
+            else:
+                # Kept in flow_paths: the topology's route cache would only hold it twice.
+                route = st.topology.route_uncached(self.node, dst)
+            path = (route, st.lat_sum(route))
             if ck is not None:
                 st.flow_paths[ck] = path
         route, sum_lat = path
