@@ -289,6 +289,10 @@ def deal(items: Sequence[Any], fn: Callable[[Any], Any], c: Any, *,
                 r = fn(x)
                 save(x, r, time.process_time() - t)
                 mine.append((i, r))
+    if c is not None and size > 1:
+        from pdes.parallel import quiet_barrier
+
+        quiet_barrier(c)  # ranks done early sleep instead of polling on the others' cores
     got = dict(mine) if c is None or size == 1 else dict(p for part in c.allgather(mine) for p in part)
     return [got[i] if i in got else saved[repr(x)] for i, x in enumerate(items)]
 

@@ -510,6 +510,11 @@ def _baseline_runs(exp: Experiment, machine: Any, rpn: int, jobs: list[Job] | No
                         algorithms=dict(sc.algorithms), app_args=args, job_id=jid, hot_links=0, allowed_links=links)
         mine[jid] = r.runtime
     if nranks > 1:
+        from pdes.parallel import quiet_barrier
+
+        # Ranks done early sleep here rather than poll inside MPICH's gather, which would take
+        # the cores of ranks still running their jobs when there are more ranks than cores.
+        quiet_barrier(comm)
         parts = comm.gather(mine, root=0)
         if rank != 0:
             return {}

@@ -170,6 +170,9 @@ def run_study(study: InterferenceStudy, *, comm: Any = "auto", progress: bool = 
             print(f"  run k={r['k']} seed={seed}: {r['status']} slowdown={r['slowdown']:.4g} "
                   f"({r['wall_s']:.1f} s)", file=sys.stderr, flush=True)
     if study.parallel == "runs" and size > 1:
+        from pdes.parallel import quiet_barrier
+
+        quiet_barrier(comm)  # ranks done early sleep instead of polling on the others' cores
         outcomes = [o for part in comm.allgather(outcomes) for o in part]
     outcomes.sort(key=lambda o: o.index)
     return _assemble(study, machine, outcomes, wall_s=_time.perf_counter() - t0, ranks=size)
