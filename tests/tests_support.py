@@ -76,3 +76,14 @@ def archive_trace(name: str) -> Path:
     if not path.is_file():
         pytest.skip(f"{path} is absent (the archive copies live beside the repository)")
     return path
+
+
+def assert_route_summaries_match_routes(topo) -> None:
+    """Every node pair's ``route_summary`` is its route's length, narrowest link bandwidth and
+    last (ejection) link."""
+    bw = topo.link_bw.tolist()
+    for s in range(topo.n_nodes):
+        for d in range(topo.n_nodes):
+            if s != d:
+                r = topo.route_uncached(s, d)
+                assert topo.route_summary(s, d) == (len(r), min(bw[l] for l in r), r[-1])

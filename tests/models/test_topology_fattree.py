@@ -8,6 +8,7 @@ import pytest
 
 from models.errors import TopologyError
 from models.topology import KIND_DOWN, KIND_UP, FatTree
+from tests_support import assert_route_summaries_match_routes
 
 
 def max_link_load(t: FatTree, src: np.ndarray, dst: np.ndarray) -> int:
@@ -283,10 +284,4 @@ def test_from_radix_validation():
     dict(levels=1, down=(5,), up=(1,)),
 ])
 def test_route_summary_is_the_length_bandwidth_and_ejection_of_the_route(kw):
-    t = FatTree(**kw)
-    bw = t.link_bw.tolist()
-    for s in range(t.n_nodes):
-        for d in range(t.n_nodes):
-            if s != d:
-                r = t.route_uncached(s, d)
-                assert t.route_summary(s, d) == (len(r), min(bw[l] for l in r), r[-1])
+    assert_route_summaries_match_routes(FatTree(**kw))

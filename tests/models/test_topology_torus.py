@@ -8,6 +8,7 @@ import pytest
 
 from models.errors import TopologyError
 from models.topology import KIND_LOCAL, Torus
+from tests_support import assert_route_summaries_match_routes
 
 
 def router_path(t: Torus, s: int, d: int) -> list[tuple[int, ...]]:
@@ -159,10 +160,4 @@ def test_every_route_matches_the_vectorized_routes(dims, wrap):
     dict(dims=(8,), nodes_per_router=3, link_mult=(2,)),
 ])
 def test_route_summary_is_the_length_bandwidth_and_ejection_of_the_route(kw):
-    t = Torus(**kw)
-    bw = t.link_bw.tolist()
-    for s in range(t.n_nodes):
-        for d in range(t.n_nodes):
-            if s != d:
-                r = t.route_uncached(s, d)
-                assert t.route_summary(s, d) == (len(r), min(bw[l] for l in r), r[-1])
+    assert_route_summaries_match_routes(Torus(**kw))
