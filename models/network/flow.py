@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from itertools import chain, repeat
+from itertools import repeat
 from operator import attrgetter, is_not
 from typing import TYPE_CHECKING, Any
 
@@ -133,11 +133,14 @@ class FlowSolver(Entity):
         # Due entries; those of one time are ended in flow id order (as tuples would be).
         self._due: list[_Due] = []
         self._wakes: list[float] = []  # times of the wake-ups already scheduled
-        # The flows in flight by row, so that a recomputation of large components gathers
-        # their routes and rates with numpy (see _route_rows); free rows are reused
+        # The routes of the flows in flight as rows of an array, so that a recomputation of
+        # large components gathers them and their incidence with numpy. A row is padded with
+        # the sentinel link ``n_links`` (never carrying a flow); free rows are reused
         # last-freed first.
         self._nl = len(self._cap)
         self._local = np.zeros(self._nl + 1, dtype=np.int64)  # link numbers of _problems
+        self._routes = np.full((64, 8), self._nl, dtype=np.int64)
+        self._pad: tuple[int, ...] = ()  # a row's worth of sentinels
         self._ratev = np.zeros(64)  # each row's flow's rate (as ``_Flow.rate``)
         self._row: list[_Flow | None] = [None] * 64
         self._free = list(range(63, -1, -1))
@@ -278,26 +281,21 @@ class FlowSolver(Entity):
 
     def _grow_rows(self) -> None:
         n = len(self._row)
+        self._routes = np.concatenate([self._routes, np.full_like(self._routes, self._nl)])
         self._ratev = np.concatenate([self._ratev, np.zeros_like(self._ratev)])
         self._row.extend([None] * n)
         self._free.extend(range(2 * n - 1, n - 1, -1))
 
-    def _route_rows(self, rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """The links of the routes of the flows in ``rows``, flow after flow, and each
-        route's number of links (gathered when needed: most routes are never read so)."""
-        row = self._row
-        rs = [row[i].route for i in rows]
-        per = np.fromiter(map(len, rs), dtype=np.int64, count=len(rs))
-        return np.fromiter(chain.from_iterable(rs), dtype=np.int64, count=int(per.sum())), per
-
-    def _padded(self, rows: list[int]) -> np.ndarray:
-        """The routes of the flows in ``rows`` as the rows of an array, padded with the
-        sentinel link ``n_links`` (which never carries a flow)."""
-        lk, per = self._route_rows(rows)
-        w = int(per.max()) if len(per) else 1
-        sub = np.full((len(per), w), self._nl, dtype=np.int64)
-        sub[np.arange(w) < per[:, None]] = lk
-        return sub
+    def _set_route(self, f: _Flow) -> None:
+        r = f.route
+        routes = self._routes
+        if len(r) > routes.shape[1]:
+            pad = np.full((len(routes), len(r) - routes.shape[1]), self._nl, dtype=np.int64)
+            routes = self._routes = np.concatenate([routes, pad], axis=1)
+        w = routes.shape[1]
+        if len(self._pad) != w:
+            self._pad = (self._nl,) * w
+        routes[f.slot] = r + self._pad[len(r):]  # one assignment of the whole padded row
 
     def _next_segment(self, f: _Flow, changed: set[int]) -> None:
         size = f.left if f.left <= self._seg else self._seg
@@ -308,6 +306,7 @@ class FlowSolver(Entity):
         f.t = self.sim.now
         f.fin = f.due = math.inf
         f.entry = None
+        self._set_route(f)
         self._ratev[f.slot] = 0.0
         self._st.flows += 1
         on_link = self._on_link
@@ -385,7 +384,7 @@ class FlowSolver(Entity):
             self._next_segment(f, changed)
             return
         slot = f.slot
-        self._row[slot] = None
+        self._row[slot] = None  # (its row of routes is rewritten when reused; dead rows are not read)
         self._free.append(slot)
         self._complete(f)
 
@@ -471,7 +470,7 @@ class FlowSolver(Entity):
         quantum): each component's flows, from its :class:`_Comp` where no flow left it
         since it was last found (no walk), else by a walk that only finds them (each link
         marked once, the links of a single flow not followed), then the problems of all the
-        components built together from the flows' routes (:meth:`_problems`) and
+        components built together from the flows' rows of routes (:meth:`_problems`) and
         solved by one :func:`~.maxmin.maxmin_rates` pass, labelled by component (each at its
         own pace, so the rates of solving them one by one, bit for bit). Components above
         ``_WALK`` flows are left to numpy sweeps."""
@@ -556,7 +555,7 @@ class FlowSolver(Entity):
         if sl:
             idx = np.array(sl, dtype=np.int64)
             label = np.repeat(np.arange(len(sizes)), sizes)
-            rates = maxmin_incidence(len(idx), *self._problems(sl), label)
+            rates = maxmin_incidence(len(idx), *self._problems(idx), label)
             # Only the flows whose rate moved (often under half) go through _set_rates.
             ratev = self._ratev
             moved = np.flatnonzero(rates != ratev[idx])
@@ -569,16 +568,19 @@ class FlowSolver(Entity):
         if big:
             self._recompute_big(big, now)
 
-    def _problems(self, rows: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _problems(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The problem that :meth:`_walk` builds, for whole components (their flows' rows,
-        ``rows``) at once, from their routes: the incidence (owner, idx) over link
+        ``rows``) at once, from their rows of routes: the incidence (owner, idx) over link
         numbers of this call and the links' capacities, for
         :func:`~.maxmin.maxmin_incidence`. As in the walk, a flow crosses its shared links
         and, unless one of them is narrower by more than ``_MARGIN``, its narrowest private
         link, a link of its own (a component holds every flow on its links, so a link's
         count among the rows is its count in the network)."""
         nl = self._nl
-        lk, per = self._route_rows(rows)  # the flows' links, flow after flow
+        sub = self._routes[rows]
+        real = sub < nl  # (the rest is padding)
+        lk = sub[real]  # the flows' links, flow after flow
+        per = np.count_nonzero(real, axis=1)
         start = np.zeros(len(rows), dtype=np.int64)
         np.cumsum(per[:-1], out=start[1:])
         cnt = np.bincount(lk, minlength=nl)
@@ -639,10 +641,11 @@ class FlowSolver(Entity):
         sel = np.flatnonzero(label >= 0)
         row = self._row
         fl = [row[i] for i in sel.tolist()]
-        lk, per = self._route_rows(sel.tolist())
+        sub = self._routes[sel]
+        real = sub < self._nl
         ptr = np.zeros(len(sel) + 1, dtype=np.int64)
-        np.cumsum(per, out=ptr[1:])
-        uniq, inv = np.unique(lk, return_inverse=True)
+        np.cumsum(real.sum(axis=1), out=ptr[1:])
+        uniq, inv = np.unique(sub[real], return_inverse=True)
         rate = maxmin_rates(ptr, inv.astype(np.int64, copy=False), self._cap[uniq], label[sel])
         old = np.array([f.rate for f in fl])
         moved = rate != old  # the others' completion entries still hold
@@ -741,8 +744,9 @@ class FlowSolver(Entity):
     def _sweep(self, seed: int) -> np.ndarray:
         """``_component`` by sweeps: mark the flows on marked links, then their links, until
         nothing new is marked."""
+        routes = self._routes
         alive = np.flatnonzero(np.fromiter(map(is_not, self._row, repeat(None)), dtype=bool, count=len(self._row)))
-        sub = self._padded(alive.tolist())
+        sub = routes[alive]
         mark = np.zeros(self._nl + 1, dtype=bool)
         mark[seed] = True
         n_marked = 1
