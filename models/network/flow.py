@@ -133,6 +133,7 @@ class FlowSolver(Entity):
         # Due entries; those of one time are ended in flow id order (as tuples would be).
         self._due: list[_Due] = []
         self._wakes: list[float] = []  # times of the wake-ups already scheduled
+        self._wake_fn = self._wake  # (bound once: the wake-ups' events call it)
         # The routes of the flows in flight as rows of an array, so that a recomputation of
         # large components gathers them and their incidence with numpy. A row is padded with
         # the sentinel link ``n_links`` (never carrying a flow); free rows are reused
@@ -234,7 +235,17 @@ class FlowSolver(Entity):
             # The wake-up's own time, as the kernel computes it: now + (top - now) may fall
             # an ulp short of top, and then that wake-up schedules the next.
             heapq.heappush(wakes, now + (top - now))
-            self.after(top - now, self._wake, None)
+            # Entity.after, inline (one wake-up per few segments that end): its event.
+            sim = self.sim
+            key = self._evkey
+            self._evkey = key + 1
+            t = sim.now + (top - now)
+            e = Event(t)
+            e.t = t
+            e.key = key
+            e.fn = self._wake_fn
+            e.data = None
+            heapq.heappush(sim._heap, e)
 
     # -- the recomputation -----------------------------------------------------------------
     def _resolve(self, _: Any) -> None:
