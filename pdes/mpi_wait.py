@@ -66,9 +66,10 @@ def requested_mode() -> str:
 #: node meeting (each sends one datagram to every other per window); more, or ranks on
 #: several nodes, meet and then use MPI.
 ONE_NODE_MAX_RANKS = 32
-#: Non-blocking looks for a datagram, with ``sched_yield`` between them, before a waiting
-#: rank sleeps in ``recv``.
-YIELD_TRIES = 20
+#: Looks for the others' rows (or a datagram), with ``sched_yield`` between them, before a
+#: waiting rank sleeps (on the futex, or in ``recv``). 10: with four ranks on two busy cores
+#: it cost 6-11% less per window than 20 (PHOLD); 3 made two ranks 1.25x slower.
+YIELD_TRIES = 10
 #: One rank's entry of the window table for another: bytes of its batch for that rank, its
 #: next event time, its total bytes, its failure or stop flag.
 ENTRY = struct.Struct("<4d")
