@@ -403,32 +403,9 @@ class FlowSolver(Entity):
         msg = f.msg
         la = self.sim.lookahead
         d = self._o_r + f.extra
-        self._to_nic(self._st.dst_eid[f.route[-1]], "_deliver", msg, d if d >= la else la)
+        self.send(self._st.dst_eid[f.route[-1]], "_deliver", msg, d if d >= la else la)
         if msg[5]:
-            self._to_nic(self._node_off + msg[0], "_sent", msg, la)
-
-    def _to_nic(self, dest: int, service: str, msg: tuple, delay: float) -> None:
-        """:meth:`send` of ``msg`` to NIC ``dest``'s ``service`` after ``delay`` (at least the
-        lookahead): a local NIC's callable is resolved on its first message as the kernel
-        resolves a first send's, not through a send by name (most NICs get one or two
-        messages), and the event is built inline; a NIC on another rank gets a send."""
-        sim = self.sim
-        table = sim._svc_tables.get(service)
-        fn = table[dest] if table is not None else None
-        if fn is None:
-            if dest not in sim._local:
-                self.send(dest, service, msg, delay)
-                return
-            fn = sim._resolve_delivery(dest, service)
-        key = self._evkey
-        self._evkey = key + 1
-        t = sim.now + delay
-        e = Event(t)
-        e.t = t
-        e.key = key
-        e.fn = fn
-        e.data = msg
-        heapq.heappush(sim._heap, e)
+            self.send(self._node_off + msg[0], "_sent", msg, la)
 
     def _recompute(self, changed: set[int], now: float) -> None:
         """New rates for every flow connected to ``changed`` links through shared links:
