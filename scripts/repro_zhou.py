@@ -178,6 +178,24 @@ def _depends(policy: str) -> tuple[bool, bool]:
     return {"bgq-native": (False, False), "bgq-mesh": (True, True)}.get(policy, (False, True))
 
 
+def _sizes(text: str) -> set[int]:
+    """argparse type of --sizes: partition sizes such as "1K,2K" (or 1024,2048)."""
+    import argparse
+
+    got = set()
+    for part in filter(None, (p.strip().upper() for p in text.split(","))):
+        try:
+            n = int(part[:-1]) * 1024 if part.endswith("K") else int(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a partition size (1K, 2K, 4K or 8K)") from None
+        if n not in PARTITIONS:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a partition size (1K, 2K, 4K or 8K)")
+        got.add(n)
+    if not got:
+        raise argparse.ArgumentTypeError("no partition size given (1K, 2K, 4K or 8K)")
+    return got
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = h.parser(__doc__, scales=True)
     ap.add_argument("--network", default="flow", choices=("flow", "packet"), help="network model (default flow)")
@@ -185,10 +203,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="how a free partition is chosen (default least-blocking, as in the study)")
     ap.add_argument("--view", default="both", choices=("both", "network", "scheduling"),
                     help="run both views (default) or one of them")
+    ap.add_argument("--sizes", default=None, type=_sizes, metavar="1K,2K,...",
+                    help="network view: only these partitions (default: all of the scale's); runs saved by "
+                         "--checkpoint are shared, so a study can be run a partition size at a time")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     c = h.comm()
     sc, (midplane, sizes, iters, n_jobs, n_seeds, sweep_kind) = h.scaled(args, SCALES)
+    if args.sizes is not None:
+        extra = sorted(set(args.sizes) - set(sizes))
+        if extra:
+            ap.error(f"--sizes: {', '.join(f'{s // 1024}K' for s in extra)} is not a partition of the {sc} scale "
+                     f"(it has {', '.join(f'{s // 1024}K' for s in sizes)})")
+        sizes = tuple(s for s in sizes if s in args.sizes)
     seeds = list(range(args.seeds or n_seeds))
     points = sweep(sweep_kind)
     out = h.out_dir(args, c)
