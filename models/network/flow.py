@@ -9,8 +9,8 @@ component in the link-flow graph) get new rates: a small component, found by wal
 flows on each link, by :func:`~.maxmin.maxmin_local` in plain Python, larger ones by
 :func:`~.maxmin.maxmin_rates` over a CSR incidence (the same rates, bit for bit); all starts
 and ends of one instant are handled in one recomputation. Components are also kept between
-recomputations (:class:`_Comp`), so that a recomputation of many (as at each boundary of a
-rate quantum) walks only those an end may have split.
+recomputations (:class:`_Comp`), so that a recomputation walks only the small ones and those
+an end may have split.
 When a message's last byte is through, the solver tells the destination NIC (delivery after
 ``o_r``) and, for ``notify``, the sender.
 
@@ -411,13 +411,20 @@ class FlowSolver(Entity):
         """New rates for every flow connected to ``changed`` links through shared links:
         each connected component of them solved on its own: one of at most ``_SMALL`` flows
         in plain Python, the larger ones together in one vectorised pass; with ``_BATCH``
-        changed links or more, see :meth:`_recompute_batched`."""
+        changed links or more, see :meth:`_recompute_batched`.
+
+        A component of more than ``_SMALL`` flows whose :class:`_Comp` is not dirty is taken
+        from it (no walk) and its problem built from the flows' rows of routes
+        (:meth:`_problems`); the others are walked, and a walk of a dirty one gives its
+        flows a new :class:`_Comp`, so that the next recomputation need not walk them."""
         if len(changed) >= _BATCH:
             self._recompute_batched(changed, now)
             return
         on_link = self._on_link
         st = self._st
-        base = self._stamp + 1  # flows marked from here on belong to a component already found
+        base = self._stamp + 1  # flows and components stamped from here on are found already
+        sl: list[int] = []  # the rows of the larger components' flows, component after component
+        sizes: list[int] = []  # flows per larger component
         big: list[np.ndarray] = []
         small = _SMALL
         touched = 0
@@ -425,24 +432,59 @@ class FlowSolver(Entity):
         n_comp = 0
         for seed in sorted(changed):
             s = on_link[seed]
-            if not s or next(iter(s)).mark >= base:
+            if not s:
                 continue
+            g = next(iter(s))
+            if g.mark >= base:
+                continue
+            r = g.comp
+            while r.up is not None:
+                r = r.up
+            g.comp = r
+            if r.stamp >= base:
+                continue
+            if not r.dirty:
+                n = len(r.slots)
+                if n > small:  # its flows are those connected to the seed: no walk
+                    r.stamp = self._stamp = self._stamp + 1
+                    sl += r.slots
+                    sizes.append(n)
+                    n_comp += 1
+                    touched += n
+                    if n > top:
+                        top = n
+                    continue
             got = self._walk(seed)
+            stamp = self._stamp
             if got is None:
+                # Too large to walk: numpy sweeps find it whole.
                 rows = self._sweep(seed)
                 big.append(rows)
-                stamp = self._stamp
+                comp = _Comp(dict.fromkeys(rows.tolist()))
                 row = self._row
-                for i in rows.tolist():
-                    row[i].mark = stamp
+                for i in comp.slots:
+                    f = row[i]
+                    f.mark = stamp
+                    f.comp = comp
+                comp.stamp = stamp
                 n = len(rows)
             else:
                 fl = got[0]
                 n = len(fl)
+                if r.dirty:
+                    # The walk found the whole component: its own _Comp, not dirty.
+                    comp = _Comp(dict.fromkeys([f.slot for f in fl]))
+                    comp.stamp = stamp
+                    for f in fl:
+                        f.comp = comp
+                    if n > small:
+                        sl += comp.slots
+                        sizes.append(n)
                 if n <= small:
                     self._solve_small(got, now)
-                else:
-                    big.append(np.fromiter((f.slot for f in fl), dtype=np.int64, count=n))
+                elif not r.dirty:
+                    sl += [f.slot for f in fl]
+                    sizes.append(n)
             n_comp += 1
             touched += n
             if n > top:
@@ -450,6 +492,8 @@ class FlowSolver(Entity):
         st.touched += touched
         st.touched_max = top
         st.recomputes += n_comp
+        if sl:
+            self._solve_rows(sl, sizes, now)
         if big:
             self._recompute_big(big, now)
 
@@ -541,20 +585,27 @@ class FlowSolver(Entity):
         st.touched_max = top
         st.recomputes += len(sizes) + len(big)
         if sl:
-            idx = np.array(sl, dtype=np.int64)
-            label = np.repeat(np.arange(len(sizes)), sizes)
-            rates = maxmin_incidence(len(idx), *self._problems(idx), label)
-            # Only the flows whose rate moved (often under half) go through _set_rates.
-            ratev = self._ratev
-            moved = np.flatnonzero(rates != ratev[idx])
-            if len(moved):
-                row = self._row
-                rows = idx[moved]
-                new = rates[moved]
-                ratev[rows] = new
-                self._set_rates([row[i] for i in rows.tolist()], new.tolist(), now, False)
+            self._solve_rows(sl, sizes, now)
         if big:
             self._recompute_big(big, now)
+
+    def _solve_rows(self, sl: list[int], sizes: list[int], now: float) -> None:
+        """New rates for whole components given by their flows' rows (``sl``, component
+        after component, ``sizes`` flows each): their problems built together by
+        :meth:`_problems` and solved by one :func:`~.maxmin.maxmin_incidence` pass, labelled
+        by component (the rates of solving them one by one, bit for bit)."""
+        idx = np.array(sl, dtype=np.int64)
+        label = np.repeat(np.arange(len(sizes)), sizes)
+        rates = maxmin_incidence(len(idx), *self._problems(idx), label)
+        # Only the flows whose rate moved (often under half) go through _set_rates.
+        ratev = self._ratev
+        moved = np.flatnonzero(rates != ratev[idx])
+        if len(moved):
+            row = self._row
+            rows = idx[moved]
+            new = rates[moved]
+            ratev[rows] = new
+            self._set_rates([row[i] for i in rows.tolist()], new.tolist(), now, False)
 
     def _problems(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The problem that :meth:`_walk` builds, for whole components (their flows' rows,

@@ -385,6 +385,47 @@ def test_kept_components_match_walks_with_segments_and_adaptive_routes(monkeypat
     assert got.net.link_bytes.tolist() == ref.net.link_bytes.tolist()
 
 
+@pytest.mark.parametrize("quantum", [None, 1e-6])
+@pytest.mark.parametrize("case", ["df-ugal-segments", "gemini-torus"])
+def test_kept_components_without_a_walk_match_walking_every_one(monkeypatch, quantum, case):
+    # Recomputations of a few changed links take a larger component kept since its last
+    # solve (not dirty) from its _Comp, without a walk, and solve it from the flows' rows of
+    # routes; a walk of a dirty one keeps what it found. Against walking and solving every
+    # component in Python: the same runs, bit for bit.
+    import models.network.flow as flow
+
+    if case == "df-ugal-segments":
+        machine = Machine(name="df-ugal", topology=Dragonfly(a=4, p=2, h=2, routing="ugal"), cores_per_node=4,
+                          flops_per_node="100GF", mem_bw_per_node="20GB/s")
+        net = NetworkConfig(model="flow", flow_quantum=quantum, flow_segment=16_384)
+        app, ranks, args = "alltoall", 32, dict(nbytes=50_000, iters=2)
+    else:
+        topo = Torus(dims=(4, 3, 4), nodes_per_router=2, link_bw="4.68GB/s", link_mult=(2, 1, 2),
+                     inject_bw="6GB/s")
+        machine = Machine(name="gemini-like", topology=topo, cores_per_node=4, flops_per_node="100GF",
+                          mem_bw_per_node="20GB/s")
+        net = NetworkConfig(model="flow", flow_quantum=quantum)
+        app, ranks, args = "alltoall", 64, dict(nbytes=60_000, iters=2)
+    kw = dict(ranks_per_node=1, network=net, placement="random", seed=4, comm=None, **args)
+    walks = []
+    walk = flow.FlowSolver._walk
+    monkeypatch.setattr(flow.FlowSolver, "_walk", lambda self, seed: walks.append(seed) or walk(self, seed))
+    monkeypatch.setattr(flow, "_BATCH", 10**9)  # every recomputation by _recompute
+    monkeypatch.setattr(flow, "_WALK", 10**9)
+    monkeypatch.setattr(flow, "_SMALL", 10**9)  # every component walked, solved by maxmin_local
+    ref = run_app(machine, app, ranks, **kw)
+    n_ref = len(walks)
+    monkeypatch.setattr(flow, "_WALK", 16)
+    monkeypatch.setattr(flow, "_SMALL", 0)  # every component not dirty taken whole
+    got = run_app(machine, app, ranks, **kw)
+    assert len(walks) - n_ref < n_ref / 2  # most components taken without a walk
+    assert ref.net.flow_touched_max > 16  # and some walks give up for sweeps
+    assert (got.runtime, got.events) == (ref.runtime, ref.events)
+    assert (got.net.flow_touched, got.net.flow_touched_max) == (ref.net.flow_touched, ref.net.flow_touched_max)
+    assert got.net.flow_recomputes == ref.net.flow_recomputes
+    assert got.net.link_bytes.tolist() == ref.net.link_bytes.tolist()
+
+
 # -- the rate quantum --------------------------------------------------------------------------
 def _boundary(t, q):
     import math
