@@ -413,10 +413,11 @@ class FlowSolver(Entity):
         in plain Python, the larger ones together in one vectorised pass; with ``_BATCH``
         changed links or more, see :meth:`_recompute_batched`.
 
-        A component of more than ``_SMALL`` flows whose :class:`_Comp` is not dirty is taken
-        from it (no walk) and its problem built from the flows' rows of routes
-        (:meth:`_problems`); the others are walked, and a walk of a dirty one gives its
-        flows a new :class:`_Comp`, so that the next recomputation need not walk them."""
+        A component whose :class:`_Comp` is not dirty is taken from it (no walk): its
+        problem built from the flows' rows of routes (:meth:`_problems`) where it has more
+        than ``_SMALL`` flows, else from its flows (:meth:`_gather`; a flow alone gets its
+        narrowest link's capacity). The others are walked, and a walk of a dirty one gives
+        its flows a new :class:`_Comp`, so that the next recomputation need not walk them."""
         if len(changed) >= _BATCH:
             self._recompute_batched(changed, now)
             return
@@ -443,17 +444,25 @@ class FlowSolver(Entity):
             g.comp = r
             if r.stamp >= base:
                 continue
-            if not r.dirty:
+            if not r.dirty:  # its flows are those connected to the seed: no walk
                 n = len(r.slots)
-                if n > small:  # its flows are those connected to the seed: no walk
+                if n > small:
                     r.stamp = self._stamp = self._stamp + 1
                     sl += r.slots
                     sizes.append(n)
-                    n_comp += 1
-                    touched += n
-                    if n > top:
-                        top = n
-                    continue
+                else:
+                    if n == 1:
+                        # Alone, a flow's rate is its narrowest link's capacity (as _solve_small).
+                        f = self._row[next(iter(r.slots))]
+                        self._set_rates((f,), (min(map(self._capl.__getitem__, f.route)),), now)
+                    else:
+                        self._solve_small(self._gather(r.slots), now)
+                    r.stamp = self._stamp = self._stamp + 1
+                n_comp += 1
+                touched += n
+                if n > top:
+                    top = n
+                continue
             got = self._walk(seed)
             stamp = self._stamp
             if got is None:
@@ -779,6 +788,52 @@ class FlowSolver(Entity):
             if len(got) > limit:
                 return None
         return got, routes, cnt, rc
+
+    def _gather(self, slots: dict[int, None]) -> tuple[list[_Flow], list[list[int]], list[int], list[float]]:
+        """The problem that :meth:`_walk` builds, for a component kept whole (its flows'
+        rows, ``slots``), without the walk: the same links left out, in another order (the
+        rates do not depend on it)."""
+        row = self._row
+        n_on = self._n_on
+        lmark = self._lmark
+        lidx = self._lidx
+        cap = self._capl
+        stamp = self._stamp = self._stamp + 1
+        margin = 1.0 + _MARGIN
+        cnt: list[int] = []
+        rc: list[float] = []
+        fl: list[_Flow] = []
+        routes: list[list[int]] = []
+        inf = math.inf
+        for i in slots:
+            f = row[i]
+            fl.append(f)
+            lr = []
+            pc = sc = inf
+            for l in f.route:
+                c = n_on[l]
+                if c == 1:
+                    c = cap[l]
+                    if c < pc:
+                        pc = c
+                    continue
+                if lmark[l] == stamp:
+                    lr.append(lidx[l])
+                else:
+                    lmark[l] = stamp
+                    lidx[l] = len(cnt)
+                    lr.append(len(cnt))
+                    cnt.append(c)
+                    rc.append(cap[l])
+                c = cap[l]
+                if c < sc:
+                    sc = c
+            if pc <= sc * margin:
+                lr.append(len(cnt))
+                cnt.append(1)
+                rc.append(pc)
+            routes.append(lr)
+        return fl, routes, cnt, rc
 
     def _sweep(self, seed: int) -> np.ndarray:
         """``_component`` by sweeps: mark the flows on marked links, then their links, until

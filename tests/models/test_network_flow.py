@@ -410,20 +410,32 @@ def test_kept_components_without_a_walk_match_walking_every_one(monkeypatch, qua
     walks = []
     walk = flow.FlowSolver._walk
     monkeypatch.setattr(flow.FlowSolver, "_walk", lambda self, seed: walks.append(seed) or walk(self, seed))
+
+    class AlwaysDirty(flow._Comp):
+        __slots__ = ()
+        dirty = property(lambda self: True, lambda self, v: None)
+
+    kept = flow._Comp
+    monkeypatch.setattr(flow, "_Comp", AlwaysDirty)  # no component kept: every one walked
     monkeypatch.setattr(flow, "_BATCH", 10**9)  # every recomputation by _recompute
     monkeypatch.setattr(flow, "_WALK", 10**9)
-    monkeypatch.setattr(flow, "_SMALL", 10**9)  # every component walked, solved by maxmin_local
+    monkeypatch.setattr(flow, "_SMALL", 10**9)  # and solved by maxmin_local
     ref = run_app(machine, app, ranks, **kw)
     n_ref = len(walks)
+    assert ref.net.flow_touched_max > 16  # (some walks below give up for sweeps)
+    monkeypatch.setattr(flow, "_Comp", kept)
     monkeypatch.setattr(flow, "_WALK", 16)
-    monkeypatch.setattr(flow, "_SMALL", 0)  # every component not dirty taken whole
-    got = run_app(machine, app, ranks, **kw)
-    assert len(walks) - n_ref < n_ref / 2  # most components taken without a walk
-    assert ref.net.flow_touched_max > 16  # and some walks give up for sweeps
-    assert (got.runtime, got.events) == (ref.runtime, ref.events)
-    assert (got.net.flow_touched, got.net.flow_touched_max) == (ref.net.flow_touched, ref.net.flow_touched_max)
-    assert got.net.flow_recomputes == ref.net.flow_recomputes
-    assert got.net.link_bytes.tolist() == ref.net.link_bytes.tolist()
+    # Components kept: those not dirty solved by maxmin_local (problem gathered from the
+    # kept rows), or all of them by numpy from the rows of routes.
+    for small in (10**9, 0):
+        monkeypatch.setattr(flow, "_SMALL", small)
+        del walks[:]
+        got = run_app(machine, app, ranks, **kw)
+        assert len(walks) < n_ref / 2  # most components taken without a walk
+        assert (got.runtime, got.events) == (ref.runtime, ref.events)
+        assert (got.net.flow_touched, got.net.flow_touched_max) == (ref.net.flow_touched, ref.net.flow_touched_max)
+        assert got.net.flow_recomputes == ref.net.flow_recomputes
+        assert got.net.link_bytes.tolist() == ref.net.link_bytes.tolist()
 
 
 # -- the rate quantum --------------------------------------------------------------------------
