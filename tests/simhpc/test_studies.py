@@ -564,3 +564,18 @@ def test_topology_rank_mapping_in_a_study_keeps_the_alone_run_identical():
         assert np.array_equal(r["runtime"][k0], r["alone"][k0]), m
     # On nodes 0..7 of the 4x4x4 torus the 4x2x1 grid embeds exactly: fewer hop-bytes.
     assert (runs["topology"]["hop_bytes"] < runs["block"]["hop_bytes"]).all()
+
+
+def test_repro_zhou_sizes_runs_only_the_partitions_named(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, str(SCRIPTS / "repro_zhou.py"), "--tiny", "--view", "network", "--out", str(tmp_path)]
+    p = subprocess.run([*cmd, "--sizes", "1K"], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    fig = json.loads(p.stdout.strip().splitlines()[-1])
+    assert sorted(fig["network"]) == ["alltoall@1K/contention-free", "stencil3d@1K/contention-free"]
+    assert fig["network"]["alltoall@1K/contention-free"]["ratio"] > 1.0  # the missing D wrap costs bisection
+    # A size the scale does not have, or no size at all: one line naming the option.
+    for bad, msg in (("8K", "8K is not a partition of the tiny scale"), ("3K", "'3K' is not a partition size"),
+                     (",", "no partition size given")):
+        p = subprocess.run([*cmd, "--sizes", bad], capture_output=True, text=True, env=env, timeout=120)
+        assert p.returncode == 2 and "--sizes" in p.stderr and msg in p.stderr and "Traceback" not in p.stderr
