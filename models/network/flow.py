@@ -793,6 +793,8 @@ class FlowSolver(Entity):
         """The problem that :meth:`_walk` builds, for a component kept whole (its flows'
         rows, ``slots``), without the walk: the same links left out, in another order (the
         rates do not depend on it)."""
+        # The per-flow loop is the walk's, without its pushes onto the walk's stack: kept
+        # inline in both, as a shared helper would add a call per flow on the hot path.
         row = self._row
         n_on = self._n_on
         lmark = self._lmark
