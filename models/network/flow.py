@@ -447,17 +447,15 @@ class FlowSolver(Entity):
             if not r.dirty:  # its flows are those connected to the seed: no walk
                 n = len(r.slots)
                 if n > small:
-                    r.stamp = self._stamp = self._stamp + 1
                     sl += r.slots
                     sizes.append(n)
+                elif n == 1:
+                    # Alone, a flow's rate is its narrowest link's capacity (as _solve_small).
+                    f = self._row[next(iter(r.slots))]
+                    self._set_rates((f,), (min(map(self._capl.__getitem__, f.route)),), now)
                 else:
-                    if n == 1:
-                        # Alone, a flow's rate is its narrowest link's capacity (as _solve_small).
-                        f = self._row[next(iter(r.slots))]
-                        self._set_rates((f,), (min(map(self._capl.__getitem__, f.route)),), now)
-                    else:
-                        self._solve_small(self._gather(r.slots), now)
-                    r.stamp = self._stamp = self._stamp + 1
+                    self._solve_small(self._gather(r.slots), now)
+                r.stamp = self._stamp = self._stamp + 1
                 n_comp += 1
                 touched += n
                 if n > top:
@@ -469,30 +467,23 @@ class FlowSolver(Entity):
                 # Too large to walk: numpy sweeps find it whole.
                 rows = self._sweep(seed)
                 big.append(rows)
-                comp = _Comp(dict.fromkeys(rows.tolist()))
                 row = self._row
-                for i in comp.slots:
-                    f = row[i]
+                fl = [row[i] for i in rows.tolist()]
+                for f in fl:
                     f.mark = stamp
-                    f.comp = comp
-                comp.stamp = stamp
-                n = len(rows)
             else:
                 fl = got[0]
-                n = len(fl)
-                if r.dirty:
-                    # The walk found the whole component: its own _Comp, not dirty.
-                    comp = _Comp(dict.fromkeys([f.slot for f in fl]))
-                    comp.stamp = stamp
-                    for f in fl:
-                        f.comp = comp
-                    if n > small:
-                        sl += comp.slots
-                        sizes.append(n)
+            # The dirty component, found whole: its own _Comp, not dirty.
+            comp = _Comp(dict.fromkeys([f.slot for f in fl]))
+            comp.stamp = stamp
+            for f in fl:
+                f.comp = comp
+            n = len(fl)
+            if got is not None:
                 if n <= small:
                     self._solve_small(got, now)
-                elif not r.dirty:
-                    sl += [f.slot for f in fl]
+                else:
+                    sl += comp.slots
                     sizes.append(n)
             n_comp += 1
             touched += n
