@@ -182,17 +182,16 @@ def _sizes(text: str) -> set[int]:
     """argparse type of --sizes: partition sizes such as "1K,2K" (or 1024,2048)."""
     import argparse
 
+    valid = ", ".join(f"{s // 1024}K" for s in PARTITIONS)
     got = set()
     for part in filter(None, (p.strip().upper() for p in text.split(","))):
-        try:
-            n = int(part[:-1]) * 1024 if part.endswith("K") else int(part)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{part!r} is not a partition size (1K, 2K, 4K or 8K)") from None
+        digits, unit = (part[:-1], 1024) if part.endswith("K") else (part, 1)
+        n = int(digits) * unit if digits.isdigit() else None
         if n not in PARTITIONS:
-            raise argparse.ArgumentTypeError(f"{part!r} is not a partition size (1K, 2K, 4K or 8K)")
+            raise argparse.ArgumentTypeError(f"{part!r} is not a partition size ({valid})")
         got.add(n)
     if not got:
-        raise argparse.ArgumentTypeError("no partition size given (1K, 2K, 4K or 8K)")
+        raise argparse.ArgumentTypeError(f"no partition size given ({valid})")
     return got
 
 
