@@ -362,6 +362,12 @@ def test_leaving_out_private_links_changes_no_rate(monkeypatch, quantum):
         assert got.net.link_bytes.tolist() == ref.net.link_bytes.tolist()
 
 
+def _df_ugal_machine() -> Machine:
+    """A small dragonfly with UGAL routing (adaptive: each segment's path chosen anew)."""
+    return Machine(name="df-ugal", topology=Dragonfly(a=4, p=2, h=2, routing="ugal"), cores_per_node=4,
+                   flops_per_node="100GF", mem_bw_per_node="20GB/s")
+
+
 @pytest.mark.parametrize("quantum", [None, 1e-6])
 def test_kept_components_match_walks_with_segments_and_adaptive_routes(monkeypatch, quantum):
     # Batched recomputations take a component kept since its last solve (merged by starts,
@@ -370,9 +376,7 @@ def test_kept_components_match_walks_with_segments_and_adaptive_routes(monkeypat
     # every component after a walk, one by one.
     import models.network.flow as flow
 
-    topo = Dragonfly(a=4, p=2, h=2, routing="ugal")
-    machine = Machine(name="df-ugal", topology=topo, cores_per_node=4, flops_per_node="100GF",
-                      mem_bw_per_node="20GB/s")
+    machine = _df_ugal_machine()
     net = NetworkConfig(model="flow", flow_quantum=quantum, flow_segment=16_384)
     kw = dict(ranks_per_node=1, network=net, placement="random", seed=4, comm=None, nbytes=50_000, iters=2)
     monkeypatch.setattr(flow, "_BATCH", 10**9)
@@ -395,8 +399,7 @@ def test_kept_components_without_a_walk_match_walking_every_one(monkeypatch, qua
     import models.network.flow as flow
 
     if case == "df-ugal-segments":
-        machine = Machine(name="df-ugal", topology=Dragonfly(a=4, p=2, h=2, routing="ugal"), cores_per_node=4,
-                          flops_per_node="100GF", mem_bw_per_node="20GB/s")
+        machine = _df_ugal_machine()
         net = NetworkConfig(model="flow", flow_quantum=quantum, flow_segment=16_384)
         app, ranks, args = "alltoall", 32, dict(nbytes=50_000, iters=2)
     else:
