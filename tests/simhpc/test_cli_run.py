@@ -42,6 +42,36 @@ def test_default_experiment_end_to_end(tmp_path):
     assert again["makespan"] == s["makespan"] and again["events"] == s["events"]
 
 
+def test_the_console_script_returns_mains_status_and_leaves_the_run_to_the_os(monkeypatch):
+    """`simhpc` (simhpc.cli.console) is main() in a process about to end: what the command
+    built is frozen, so the interpreter's last collection does not walk it."""
+    import gc
+    import weakref
+
+    import simhpc.cli as cli
+
+    class Obj:
+        pass
+
+    def fake_main() -> int:
+        o = Obj()
+        o.me = o  # garbage in a cycle, as a finished simulator is
+        refs.append(weakref.ref(o))
+        return 3
+
+    refs: list = []
+    monkeypatch.setattr(cli, "main", fake_main)
+    gc.collect()
+    try:
+        assert cli.console() == 3
+        gc.collect()
+        assert refs[0]() is not None  # frozen: the collection left it alone
+    finally:
+        gc.unfreeze()
+    gc.collect()
+    assert refs[0]() is None
+
+
 @pytest.mark.slow
 def test_default_experiment_under_a_packing_allocator_shows_no_interference():
     """The comparison the default experiment's comment suggests: first-fit keeps jobs on few
