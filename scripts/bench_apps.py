@@ -42,6 +42,7 @@ The last line of output is one JSON object.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -74,6 +75,9 @@ def worker(a: argparse.Namespace) -> None:
                       placement=a.placement, app_args=app_args)
     run_cpu = time.process_time() - c0
     total = time.perf_counter() - t0
+    # The process ends as the simhpc console script's does (simhpc.cli.console): the last
+    # collection does not walk the run's objects.
+    gc.freeze()
     if comm is not None and comm.rank != 0:
         return
     h.emit({
@@ -216,6 +220,7 @@ def main() -> None:
         base = os.path.abspath(a.baseline_tree)
         if not os.path.isfile(os.path.join(base, "scripts", "bench_apps.py")):
             sys.exit(f"bench_apps: --baseline-tree {a.baseline_tree}: no scripts/bench_apps.py there")
+    h.compiled(*filter(None, [h.ROOT, base]))
     load0 = os.getloadavg()
     if a.ideal_only:
         a.no_flow, a.no_parallel, a.flow_quantum = True, True, None

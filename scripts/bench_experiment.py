@@ -53,8 +53,9 @@ def main() -> None:
     ap.add_argument("--experiment", default=None, help="experiment file (default: the default experiment)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     a = ap.parse_args()
+    h.compiled()
     # The installed CLI, run by this interpreter (no console script needed on PATH).
-    simhpc = [sys.executable, "-c", "import sys; from simhpc.cli import main; sys.exit(main())", "run", "--no-out", "--quiet"]
+    simhpc = [sys.executable, "-c", "import sys; from simhpc.cli import console; sys.exit(console())", "run", "--no-out", "--quiet"]
     if a.experiment:
         simhpc.insert(4, a.experiment)  # after "run"
     for kv in a.set:

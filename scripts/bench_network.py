@@ -120,6 +120,7 @@ def main() -> None:
         return
     if a.quick:
         a.rounds, a.no_mpi = 1, True
+    h.compiled()
     configs = [(w, m, 1) for w in WORKLOADS for m in MODELS]
     mp = h.find_mpirun()
     if not a.no_mpi and mp is not None:
