@@ -102,6 +102,11 @@ class _Flow:
 class FlowSolver(Entity):
     """Holds the network's flows and their max-min fair rates (see the module docstring)."""
 
+    #: Starts and ends that provably leave every other flow's rate as it is recompute
+    #: nothing (see :meth:`_end_is_local` and :meth:`_start_rate`); False: every start and
+    #: end recomputes its component (tests compare the two).
+    local = True
+
     def __init__(self, net: "Network"):
         self.net = net
         st = self._st = net.state
@@ -130,6 +135,7 @@ class FlowSolver(Entity):
         self._stamp = 0  # stamps of the walks: a flow found by one has its ``mark``
         self._starts: list[tuple] = []
         self._resolving = False
+        self._boundary = False  # in _resolve: a start may take its rate at once (_start_rate)
         # Due entries; those of one time are ended in flow id order (as tuples would be).
         self._due: list[_Due] = []
         self._wakes: list[float] = []  # times of the wake-ups already scheduled
@@ -253,12 +259,14 @@ class FlowSolver(Entity):
         now = self.sim.now
         changed = self._changed
         self._changed = set()
+        self._boundary = True
         self._end_due(now, changed)
         starts = self._starts
         if starts:
             self._starts = []
             for d in starts:
                 self._start(d, changed)
+        self._boundary = False
         if changed:
             self._recompute(changed, now)
         self._schedule_wake(now)
@@ -321,6 +329,10 @@ class FlowSolver(Entity):
         self._ratev[f.slot] = 0.0
         self._st.flows += 1
         on_link = self._on_link
+        # Its rate without changing any other (0.0: its component must be recomputed); only
+        # where the rates are max-min fair now (no change waits) and may change now (not
+        # between the boundaries of a rate quantum).
+        r0 = self._start_rate(f) if self._boundary and self.local and not changed and not self._changed else 0.0
         n_on = self._n_on
         root = None  # the component the segment joins
         for l in f.route:
@@ -352,6 +364,10 @@ class FlowSolver(Entity):
         else:
             root.slots[f.slot] = None
             f.comp = root
+        if r0 > 0.0:
+            self._st.local += 1
+            self._set_rates((f,), (r0,), self.sim.now)
+            return
         # One link finds the whole component the segment joins.
         changed.add(f.route[0])
 
@@ -361,14 +377,20 @@ class FlowSolver(Entity):
         b = self._st.link_bytes
         size = f.size
         route = f.route
+        # Whether the others' rates stay as they are (only where they are max-min fair now:
+        # no change waits).
+        keep = self.local and not changed and not self._changed and self._end_is_local(f)
+        if keep:
+            self._st.local += 1
         rest = []  # the flows left on f's links that others share
         for l in route:
             b[l] += size
             c = n_on[l] = n_on[l] - 1
-            if c:  # its other flows get new rates
+            if c:  # its other flows get new rates (unless kept)
                 s = on_link[l]
                 del s[f]
-                changed.add(l)
+                if not keep:
+                    changed.add(l)
                 rest.append(s)
             else:
                 on_link[l] = None
@@ -398,6 +420,93 @@ class FlowSolver(Entity):
         self._row[slot] = None  # (its row of routes is rewritten when reused; dead rows are not read)
         self._free.append(slot)
         self._complete(f)
+
+    def _end_is_local(self, f: _Flow) -> bool:
+        """Whether the rates of the other flows, as they are, are still max-min fair once
+        ``f`` (in the link sets yet) has ended, the rates being max-min fair now.
+
+        A feasible allocation in which every flow has a bottleneck (a saturated link on
+        which no flow has a higher rate) is the max-min fair one. Without ``f`` every link
+        carries less or the same, and only ``f``'s links change; so if each flow sharing a
+        link with ``f`` has a bottleneck off ``f``'s route, every flow still has one. Links
+        count as saturated, and rates as equal, within ``_SAT`` (above the solver's tie
+        margin). False also once the check would read more than ``_SCAN`` flows."""
+        route = f.route
+        on_link = self._on_link
+        capl = self._capl
+        budget = _SCAN
+        lo = 1.0 - _SAT
+        for l in route:
+            s = on_link[l]
+            if len(s) == 1:
+                continue
+            for g in s:
+                if g is f:
+                    continue
+                gr = g.rate
+                for l2 in g.route:
+                    if l2 in route:
+                        continue
+                    s2 = on_link[l2]
+                    budget -= len(s2)
+                    if budget < 0:
+                        return False
+                    load = 0.0
+                    top = 0.0
+                    for h in s2:
+                        x = h.rate
+                        load += x
+                        if x > top:
+                            top = x
+                    if load >= capl[l2] * lo and gr >= top * lo:
+                        break  # g's bottleneck, which f's end leaves as it is
+                else:
+                    return False
+        return True
+
+    def _start_rate(self, f: _Flow) -> float:
+        """The rate ``f`` (not in the link sets yet) would start at if no other flow's
+        rate changed, where that is the max-min fair outcome, else 0.0.
+
+        With every link of ``f`` unsaturated (no flow's bottleneck), ``f`` at the smallest
+        residual capacity of its links saturates those at the minimum and no other: every
+        other flow keeps its bottleneck, and ``f`` has one if no flow on those links runs
+        faster than it. Margins and the budget as in :meth:`_end_is_local`."""
+        on_link = self._on_link
+        capl = self._capl
+        budget = _SCAN
+        lo = 1.0 - _SAT
+        r = math.inf
+        res = []
+        for l in f.route:
+            s = on_link[l]
+            c = capl[l]
+            if s is None:
+                res.append((c, 0.0))
+                if c < r:
+                    r = c
+                continue
+            budget -= len(s)
+            if budget < 0:
+                return 0.0
+            load = 0.0
+            top = 0.0
+            for h in s:
+                x = h.rate
+                load += x
+                if x > top:
+                    top = x
+            if load >= c * lo:
+                return 0.0  # saturated: its flows may have their bottleneck here
+            x = c - load
+            res.append((x, top))
+            if x < r:
+                r = x
+        hi = r * (1.0 + _SAT)
+        for x, top in res:
+            if x <= hi and top > hi:
+                return 0.0
+        return r
 
     def _complete(self, f: _Flow) -> None:
         msg = f.msg
@@ -876,6 +985,11 @@ _MARGIN = 1e-6
 #: components are solved together by ``maxmin_rates`` (numpy, one pass over all) rather than
 #: one by one by ``maxmin_local``.
 _BATCH = 128
+#: The checks of starts and ends that change no other rate (FlowSolver._end_is_local): links
+#: count as saturated, and rates as the same, within this relative margin (above the
+#: solver's tie margin, maxmin._TIE), and a check reads at most ``_SCAN`` flows.
+_SAT = 1e-8
+_SCAN = 512
 #: Largest component solved by ``maxmin_local`` (Python floats) rather than ``maxmin_rates``
 #: (numpy): about where the two cost the same.
 _SMALL = 32

@@ -190,6 +190,7 @@ class _StateView:
         self.recomputes = st.recomputes
         self.touched = st.touched
         self.touched_max = st.touched_max
+        self.local = st.local
         self.stalls = st.credits.stalls if st.credits is not None else 0
 
 

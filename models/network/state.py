@@ -79,6 +79,7 @@ class NetState:
         self.recomputes = 0
         self.touched = 0
         self.touched_max = 0
+        self.local = 0  # starts and ends that changed no other flow's rate (no recomputation)
         # Credit-based flow control (None: infinite buffers).
         self.credits = None
         if config.model == "packet" and config.buffers == "credit":
@@ -186,6 +187,9 @@ class NetworkStats:
     flow_recomputes: int = 0
     flow_touched: int = 0
     flow_touched_max: int = 0
+    #: Flow model: starts and ends that provably changed no other flow's rate, so that no
+    #: recomputation was needed.
+    flow_local: int = 0
     #: Credit-based flow control: times a chunk found no credit for its next buffer and
     #: waited (in a router, or in its NIC).
     credit_stalls: int = 0
@@ -249,5 +253,6 @@ def gather_stats(states: list[NetState], duration: float) -> NetworkStats:
         intra_node_messages=sum(s.intra_messages for s in states),
         flows=sum(s.flows for s in states), flow_recomputes=sum(s.recomputes for s in states),
         flow_touched=sum(s.touched for s in states), flow_touched_max=max(s.touched_max for s in states),
+        flow_local=sum(s.local for s in states),
         credit_stalls=sum(s.stalls for s in states),
     )

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from apps import run_app
 from models.network import Network, NetworkConfig, NetworkConfigError, network_lookahead
+from models.network.flow import FlowSolver
 from models.network.maxmin import maxmin_local, maxmin_rates, maxmin_small
 from models.presets import Machine, get_machine
 from models.topology import Dragonfly, FatTree, Torus
@@ -217,16 +218,29 @@ def test_simultaneous_starts_in_any_order_give_the_same_deliveries():
     assert a == b
 
 
-def test_only_the_connected_flows_are_recomputed():
+def test_only_the_connected_flows_are_recomputed(monkeypatch):
     # Two flows on disjoint routes (inside two different leaves): each start and end touches
     # its own flow only.
+    monkeypatch.setattr(FlowSolver, "local", False)
     topo = FatTree.from_radix(radix=8, levels=2)
-    _, net, log, _ = run_traffic(topo, {0: [(1, 50_000, 0)], 4: [(5, 80_000, 0)]}, model="flow", o_s=O_S, o_r=O_R)
+    disjoint = {0: [(1, 50_000, 0)], 4: [(5, 80_000, 0)]}
+    _, net, log, _ = run_traffic(topo, disjoint, model="flow", o_s=O_S, o_r=O_R)
     st_ = net.stats()
-    assert len(log) == 2 and st_.flow_touched_max == 1
+    assert len(log) == 2 and st_.flow_touched_max == 1 and st_.flow_local == 0
     # Flows sharing a link form one component: both are recomputed together.
-    _, net, _, _ = run_traffic(topo, {0: [(1, 50_000, 0)], 4: [(1, 80_000, 0)]}, model="flow", o_s=O_S, o_r=O_R)
+    shared = {0: [(1, 50_000, 0)], 4: [(1, 80_000, 0)]}
+    _, net, _, _ = run_traffic(topo, shared, model="flow", o_s=O_S, o_r=O_R)
     assert net.stats().flow_touched_max == 2
+    # With local updates, a start onto idle links and an end that frees no one's bottleneck
+    # recompute nothing, and the deliveries are the same.
+    monkeypatch.setattr(FlowSolver, "local", True)
+    _, net, log2, _ = run_traffic(topo, disjoint, model="flow", o_s=O_S, o_r=O_R)
+    st_ = net.stats()
+    assert log2 == log and st_.flow_recomputes == 0 and st_.flow_local == 4
+    # The second flow onto a shared, saturated link and the end that frees it are not local.
+    _, net, _, _ = run_traffic(topo, shared, model="flow", o_s=O_S, o_r=O_R)
+    st_ = net.stats()
+    assert st_.flow_local == 2 and st_.flow_touched_max == 2
 
 
 def _run_flow(topo, msgs, **cfg):
@@ -410,6 +424,7 @@ def test_kept_components_without_a_walk_match_walking_every_one(monkeypatch, qua
         net = NetworkConfig(model="flow", flow_quantum=quantum)
         app, ranks, args = "alltoall", 64, dict(nbytes=60_000, iters=2)
     kw = dict(ranks_per_node=1, network=net, placement="random", seed=4, comm=None, **args)
+    monkeypatch.setattr(flow.FlowSolver, "local", False)  # every start and end recomputes
     walks = []
     walk = flow.FlowSolver._walk
     monkeypatch.setattr(flow.FlowSolver, "_walk", lambda self, seed: walks.append(seed) or walk(self, seed))
@@ -439,6 +454,60 @@ def test_kept_components_without_a_walk_match_walking_every_one(monkeypatch, qua
         assert (got.net.flow_touched, got.net.flow_touched_max) == (ref.net.flow_touched, ref.net.flow_touched_max)
         assert got.net.flow_recomputes == ref.net.flow_recomputes
         assert got.net.link_bytes.tolist() == ref.net.link_bytes.tolist()
+
+
+_LOCAL_CASES = {
+    "torus-alltoall": ("tiny-torus", "alltoall", 64, dict(nbytes=40_000, iters=2), "contiguous", {}),
+    "fattree-stencil": ("fattree-r8", "stencil3d", 27, dict(face_bytes=20_000, iters=2), "random", {}),
+    "dragonfly-ugal-segments": (None, "alltoall", 16, dict(nbytes=50_000, iters=1), "random", {"flow_segment": 16_384}),
+    "torus-pairs-quantum": ("tiny-torus", "pairs", 64, dict(nbytes=30_000, iters=3), "random", {"flow_quantum": 1e-6}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_LOCAL_CASES))
+def test_local_starts_and_ends_keep_the_rates_max_min_fair(monkeypatch, case):
+    # After every recomputation instant, the rates of all flows in flight are those the
+    # reference solver gives for them all at once; local starts and ends (no recomputation)
+    # happen, and the run is the one without them, to the solver's margins.
+    import models.network.flow as flow
+
+    name, app, ranks, args, placement, cfg = _LOCAL_CASES[case]
+    if name is None:
+        machine = _df_ugal_machine()
+    elif name == "fattree-r8":
+        machine = Machine(name=name, topology=FatTree.from_radix(radix=8, levels=3), cores_per_node=4,
+                          flops_per_node="100GF", mem_bw_per_node="20GB/s")
+    else:
+        machine = get_machine(name)
+    kw = dict(ranks_per_node=1, network=NetworkConfig(model="flow", **cfg), placement=placement, seed=3, comm=None,
+              **args)
+    checked = []
+    resolve = flow.FlowSolver._resolve
+
+    def checked_resolve(self, x):
+        resolve(self, x)
+        if self._q:
+            return  # between boundaries the rates wait (the quantum's own rule)
+        fl = [f for f in self._row if f is not None]
+        if not fl:
+            return
+        num: dict[int, int] = {}
+        routes = [[num.setdefault(l, len(num)) for l in f.route] for f in fl]
+        want = reference_maxmin(routes, [self._capl[l] for l in num])
+        for f, w in zip(fl, want):
+            assert f.rate == pytest.approx(float(w), rel=1e-7)
+        checked.append(len(fl))
+
+    monkeypatch.setattr(flow.FlowSolver, "_resolve", checked_resolve)
+    got = run_app(machine, app, ranks, **kw)
+    assert got.net.flow_local > 0
+    if not cfg.get("flow_quantum"):
+        assert checked and max(checked) > 1
+    monkeypatch.setattr(flow.FlowSolver, "local", False)
+    ref = run_app(machine, app, ranks, **kw)
+    assert ref.net.flow_local == 0 and ref.net.flow_recomputes > got.net.flow_recomputes
+    assert got.runtime == pytest.approx(ref.runtime, rel=1e-9)
+    assert got.net.link_bytes.tolist() == ref.net.link_bytes.tolist()
 
 
 # -- the rate quantum --------------------------------------------------------------------------
