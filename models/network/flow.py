@@ -53,13 +53,16 @@ class _Comp:
     its flows without walking the link sets. ``stamp``: that of the last recomputation that
     took it."""
 
-    __slots__ = ("up", "slots", "dirty", "stamp")
+    __slots__ = ("up", "slots", "dirty", "stamp", "pend")
 
     def __init__(self, slots: dict[int, None]):
         self.up: _Comp | None = None
         self.slots = slots
         self.dirty = False
         self.stamp = 0
+        # The batch (FlowSolver._batch) in which a start or end changed it and left it to
+        # the recomputation at the batch's end: its rates are not max-min fair until then.
+        self.pend = -1
 
 
 class _Due(float):
@@ -136,6 +139,7 @@ class FlowSolver(Entity):
         self._starts: list[tuple] = []
         self._resolving = False
         self._boundary = False  # in _resolve: a start may take its rate at once (_start_rate)
+        self._batch = 0  # the changes waiting for the next recomputation (see _Comp.pend)
         # Due entries; those of one time are ended in flow id order (as tuples would be).
         self._due: list[_Due] = []
         self._wakes: list[float] = []  # times of the wake-ups already scheduled
@@ -269,6 +273,7 @@ class FlowSolver(Entity):
         self._boundary = False
         if changed:
             self._recompute(changed, now)
+        self._batch += 1
         self._schedule_wake(now)
 
     def _start(self, d: tuple, changed: set[int]) -> None:
@@ -329,10 +334,11 @@ class FlowSolver(Entity):
         self._ratev[f.slot] = 0.0
         self._st.flows += 1
         on_link = self._on_link
-        # Its rate without changing any other (0.0: its component must be recomputed); only
-        # where the rates are max-min fair now (no change waits) and may change now (not
-        # between the boundaries of a rate quantum).
-        r0 = self._start_rate(f) if self._boundary and self.local and not changed and not self._changed else 0.0
+        # Its rate without changing any other (0.0: its component must be recomputed), where
+        # rates may change now (not between the boundaries of a rate quantum); taken below
+        # only if the flows it joins have max-min fair rates now (no change of theirs waits).
+        r0 = self._start_rate(f) if self._boundary and self.local else 0.0
+        batch = self._batch
         n_on = self._n_on
         root = None  # the component the segment joins
         for l in f.route:
@@ -358,16 +364,19 @@ class FlowSolver(Entity):
                         r.up = root
                         if r.dirty:
                             root.dirty = True
+                        if r.pend == batch:
+                            root.pend = batch
             s[f] = None
         if root is None:
-            f.comp = _Comp({f.slot: None})
+            root = f.comp = _Comp({f.slot: None})
         else:
             root.slots[f.slot] = None
             f.comp = root
-        if r0 > 0.0:
+        if r0 > 0.0 and root.pend != batch:
             self._st.local += 1
             self._set_rates((f,), (r0,), self.sim.now)
             return
+        root.pend = batch
         # One link finds the whole component the segment joins.
         changed.add(f.route[0])
 
@@ -377,11 +386,16 @@ class FlowSolver(Entity):
         b = self._st.link_bytes
         size = f.size
         route = f.route
+        r = f.comp
+        while r.up is not None:
+            r = r.up
         # Whether the others' rates stay as they are (only where they are max-min fair now:
-        # no change waits).
-        keep = self.local and not changed and not self._changed and self._end_is_local(f)
+        # no change of its component waits).
+        keep = self.local and r.pend != self._batch and self._end_is_local(f)
         if keep:
             self._st.local += 1
+        else:
+            r.pend = self._batch
         rest = []  # the flows left on f's links that others share
         for l in route:
             b[l] += size
@@ -394,9 +408,6 @@ class FlowSolver(Entity):
                 rest.append(s)
             else:
                 on_link[l] = None
-        r = f.comp
-        while r.up is not None:
-            r = r.up
         if not r.dirty:
             # The flows left stay connected when the flow sets of f's links that others share
             # are joined by flows they have in common (a flow connected to f was so through
