@@ -86,6 +86,7 @@ def worker(a: argparse.Namespace) -> None:
         "messages": res.messages, "windows": res.stats.windows, "remote_events": res.stats.remote_events,
         "run_cpu_s": run_cpu, "sim_cpu_s": sum(sim_cpu), "flows": res.net.flows, "flow_recomputes": res.net.flow_recomputes,
         "flow_touched": res.net.flow_touched, "flow_touched_max": res.net.flow_touched_max,
+        "flow_local": res.net.flow_local,
     })
 
 
@@ -178,7 +179,7 @@ def run_one(network: str, procs: int, a: argparse.Namespace, tree: str | None = 
         res = {"timed_out": True, "network": network, "wall_s": nan, "total_s": float(a.timeout), "setup_s": nan,
                "events": 0, "runtime": nan, "bytes_sent": nan, "messages": 0, "windows": 0, "remote_events": 0,
                "run_cpu_s": nan, "sim_cpu_s": nan, "flows": 0, "flow_recomputes": 0, "flow_touched": 0,
-               "flow_touched_max": 0}
+               "flow_touched_max": 0, "flow_local": 0}
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     res["cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     return res
@@ -292,7 +293,7 @@ def main() -> None:
             print(f"{'':<14}(killed after {a.timeout:.0f} s: its cpu s is a lower bound, cpu vs packet too)")
             rows[k]["timed_out"] = True
         if k in ("flow", "flow q"):
-            rows[k].update({f: r[f] for f in ("flows", "flow_recomputes", "flow_touched", "flow_touched_max")})
+            rows[k].update({f: r[f] for f in ("flows", "flow_recomputes", "flow_touched", "flow_touched_max", "flow_local")})
     if base:
         print(f"\nbaseline tree {base}: sim CPU per message, this tree over the baseline (medians):")
         for k in [k for k in ("ideal", "packet") if k in runs]:

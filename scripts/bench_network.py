@@ -99,7 +99,7 @@ def build_and_run(workload: str, model: str, chunk: int, comm) -> dict:
         "sim_time": st.end_time, "chunk_hops": hops if model in ("packet", "credit") else 0, "messages": ns.messages,
         "run_cpu_s": run_cpu, "credit_stalls": ns.credit_stalls,
         "windows": st.windows, "flow_recomputes": ns.flow_recomputes, "flow_touched": ns.flow_touched,
-        "flow_touched_max": ns.flow_touched_max,
+        "flow_touched_max": ns.flow_touched_max, "flow_local": ns.flow_local,
     }
 
 
@@ -181,7 +181,7 @@ def main() -> None:
         if m == "credit":
             row.update({"chunk_hop_cost_vs_infinite": h.r4(hop_vs), "credit_stalls": r["credit_stalls"]})
         if m == "flow":
-            row.update({k: r[k] for k in ("flow_recomputes", "flow_touched", "flow_touched_max")})
+            row.update({k: r[k] for k in ("flow_recomputes", "flow_touched", "flow_touched_max", "flow_local")})
         rows.append(row)
     seq_hops = [r["chunk_hops_per_s"] for r in rows if r["model"] == "packet" and r["ranks"] == 1]
     credit = {r["workload"]: r["chunk_hop_cost_vs_infinite"] for r in rows if r["model"] == "credit"}

@@ -10,7 +10,8 @@ flows on each link, by :func:`~.maxmin.maxmin_local` in plain Python, larger one
 :func:`~.maxmin.maxmin_rates` over a CSR incidence (the same rates, bit for bit); all starts
 and ends of one instant are handled in one recomputation. Components are also kept between
 recomputations (:class:`_Comp`), so that a recomputation walks only the small ones and those
-an end may have split.
+an end may have split. A start or end that provably leaves every other flow's rate as it is
+(:meth:`FlowSolver._end_is_local`, :meth:`FlowSolver._start_rate`) recomputes nothing.
 When a message's last byte is through, the solver tells the destination NIC (delivery after
 ``o_r``) and, for ``notify``, the sender.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from math import fsum
 from itertools import repeat
 from operator import attrgetter, is_not
 from typing import TYPE_CHECKING, Any
@@ -53,16 +55,18 @@ class _Comp:
     its flows without walking the link sets. ``stamp``: that of the last recomputation that
     took it."""
 
-    __slots__ = ("up", "slots", "dirty", "stamp", "pend")
+    __slots__ = ("up", "slots", "dirty", "stamp", "pend", "fall")
 
     def __init__(self, slots: dict[int, None]):
         self.up: _Comp | None = None
         self.slots = slots
         self.dirty = False
         self.stamp = 0
-        # The batch (FlowSolver._batch) in which a start or end changed it and left it to
-        # the recomputation at the batch's end: its rates are not max-min fair until then.
+        # The last batch (FlowSolver._batch) in which a start or end changed it, and the
+        # last in which one was left to the recomputation at the batch's end: from the
+        # second change of a batch on, a component is recomputed whole, with the first.
         self.pend = -1
+        self.fall = -1
 
 
 class _Due(float):
@@ -140,6 +144,8 @@ class FlowSolver(Entity):
         self._resolving = False
         self._boundary = False  # in _resolve: a start may take its rate at once (_start_rate)
         self._batch = 0  # the changes waiting for the next recomputation (see _Comp.pend)
+        # The batch's starts and ends (local updates on): (component, links whose load changed).
+        self._locals: list[tuple[_Comp, Any]] = []
         # Due entries; those of one time are ended in flow id order (as tuples would be).
         self._due: list[_Due] = []
         self._wakes: list[float] = []  # times of the wake-ups already scheduled
@@ -271,6 +277,8 @@ class FlowSolver(Entity):
             for d in starts:
                 self._start(d, changed)
         self._boundary = False
+        if self._locals:
+            self._settle(changed, now)
         if changed:
             self._recompute(changed, now)
         self._batch += 1
@@ -366,19 +374,27 @@ class FlowSolver(Entity):
                             root.dirty = True
                         if r.pend == batch:
                             root.pend = batch
+                        if r.fall == batch:
+                            root.fall = batch
             s[f] = None
         if root is None:
             root = f.comp = _Comp({f.slot: None})
         else:
             root.slots[f.slot] = None
             f.comp = root
-        if r0 > 0.0 and root.pend != batch:
-            self._st.local += 1
-            self._set_rates((f,), (r0,), self.sim.now)
+        if not self.local:
+            # One link finds the whole component the segment joins.
+            changed.add(f.route[0])
             return
-        root.pend = batch
-        # One link finds the whole component the segment joins.
-        changed.add(f.route[0])
+        if root.pend != batch:
+            root.pend = batch
+            if r0 > 0.0:
+                self._st.local += 1
+                self._set_rates((f,), (r0,), self.sim.now)
+                self._locals.append((root, f.route))
+                return
+        root.fall = batch
+        self._locals.append((root, f.route))
 
     def _segment_done(self, f: _Flow, changed: set[int]) -> None:
         on_link = self._on_link
@@ -391,23 +407,31 @@ class FlowSolver(Entity):
             r = r.up
         # Whether the others' rates stay as they are (only where they are max-min fair now:
         # no change of its component waits).
-        keep = self.local and r.pend != self._batch and self._end_is_local(f)
-        if keep:
-            self._st.local += 1
-        else:
-            r.pend = self._batch
+        batch = self._batch
+        fair = self.local and r.pend != batch  # its rates are max-min fair now
+        r.pend = batch
+        keep = fair and self._end_is_local(f)
         rest = []  # the flows left on f's links that others share
+        shared = []  # those links
         for l in route:
             b[l] += size
             c = n_on[l] = n_on[l] - 1
-            if c:  # its other flows get new rates (unless kept)
+            if c:  # its other flows may get new rates
                 s = on_link[l]
                 del s[f]
-                if not keep:
-                    changed.add(l)
+                shared.append(l)
                 rest.append(s)
             else:
                 on_link[l] = None
+        if not self.local:
+            changed.update(shared)
+        else:
+            if keep:
+                self._st.local += 1
+            else:
+                r.fall = batch
+            if shared:
+                self._locals.append((r, shared))
         if not r.dirty:
             # The flows left stay connected when the flow sets of f's links that others share
             # are joined by flows they have in common (a flow connected to f was so through
@@ -462,14 +486,9 @@ class FlowSolver(Entity):
                     budget -= len(s2)
                     if budget < 0:
                         return False
-                    load = 0.0
-                    top = 0.0
-                    for h in s2:
-                        x = h.rate
-                        load += x
-                        if x > top:
-                            top = x
-                    if load >= capl[l2] * lo and gr >= top * lo:
+                    # (Exact sums: the same whatever order the flows came in.)
+                    rs = [h.rate for h in s2]
+                    if fsum(rs) >= capl[l2] * lo and gr >= max(rs) * lo:
                         break  # g's bottleneck, which f's end leaves as it is
                 else:
                     return False
@@ -500,17 +519,12 @@ class FlowSolver(Entity):
             budget -= len(s)
             if budget < 0:
                 return 0.0
-            load = 0.0
-            top = 0.0
-            for h in s:
-                x = h.rate
-                load += x
-                if x > top:
-                    top = x
+            rs = [h.rate for h in s]
+            load = fsum(rs)
             if load >= c * lo:
                 return 0.0  # saturated: its flows may have their bottleneck here
             x = c - load
-            res.append((x, top))
+            res.append((x, max(rs)))
             if x < r:
                 r = x
         hi = r * (1.0 + _SAT)
@@ -518,6 +532,93 @@ class FlowSolver(Entity):
             if x <= hi and top > hi:
                 return 0.0
         return r
+
+    def _settle(self, changed: set[int], now: float) -> None:
+        """At the end of a batch: the components a start or end could not leave or set by
+        itself (a check failed, or a second change came) get new rates for the flows on the
+        links their changes loaded or unloaded (:meth:`_solve_near`), or, where that is not
+        the max-min fair outcome, are recomputed whole (their links join ``changed``). Both
+        depend only on the batch's final flows and links, not on the order of its changes."""
+        batch = self._batch
+        groups: dict[_Comp, set[int]] = {}
+        for c, seeds in self._locals:
+            while c.up is not None:
+                c = c.up
+            if c.fall == batch:
+                g = groups.get(c)
+                if g is None:
+                    g = groups[c] = set()
+                g.update(seeds)
+        self._locals = []
+        for seeds in groups.values():
+            if self._solve_near(sorted(seeds), now):
+                self._st.local += 1
+            else:
+                changed.update(seeds)
+
+    def _solve_near(self, seeds: Any, now: float) -> bool:
+        """New rates for the flows on the links ``seeds`` alone (the region), every other
+        flow's rate fixed, where they are the max-min fair rates of all flows: then they are
+        set and True is returned; False (nothing changed): the component must be recomputed.
+
+        The region is solved by :func:`~.maxmin.maxmin_local` over its links' capacities
+        less the other flows' rates. That is feasible; it is the max-min fair allocation if
+        every flow has a bottleneck (see :meth:`_end_is_local`), which only the flows on the
+        region's links (its own and those beside it) may have lost: each is checked with the
+        new rates. Regions of more than ``_NEAR`` flows, or checks that would read more than
+        ``_SCAN`` flows, are left to the recomputation."""
+        on_link = self._on_link
+        capl = self._capl
+        # In an order of their own (flow ids, link ids, exact sums), so that the rates do
+        # not depend on the order in which the flows came.
+        found: set[_Flow] = set()
+        for l in seeds:
+            s = on_link[l]
+            if s:
+                found.update(s)
+        if not found or len(found) > _NEAR:
+            return False
+        fl = sorted(found, key=_FID)
+        region = {g: i for i, g in enumerate(fl)}
+        num = {l: i for i, l in enumerate(sorted({l for g in fl for l in g.route}))}
+        routes = [[num[l] for l in g.route] for g in fl]
+        n = [0] * len(num)
+        rc = [0.0] * len(num)
+        budget = _SCAN_NEAR
+        beside: set[_Flow] = set()  # flows on the region's links, not in it
+        for l, i in num.items():
+            s = on_link[l]
+            budget -= len(s)
+            if budget < 0:
+                return False
+            out = [h for h in s if h not in region]
+            n[i] = len(s) - len(out)
+            beside.update(out)
+            x = capl[l] - fsum([h.rate for h in out])
+            if not x > capl[l] * _SAT:
+                return False  # full without the region: the others' rates must change
+            rc[i] = x
+        new = maxmin_local(routes, n, rc)
+        lo = 1.0 - _SAT
+
+        def rate(h: _Flow) -> float:
+            i = region.get(h)
+            return h.rate if i is None else new[i]
+
+        for g in (*fl, *beside):
+            gr = rate(g)
+            for l in g.route:
+                s = on_link[l]
+                budget -= len(s)
+                if budget < 0:
+                    return False
+                rs = [rate(h) for h in s]
+                if fsum(rs) >= capl[l] * lo and gr >= max(rs) * lo:
+                    break  # g's bottleneck
+            else:
+                return False
+        self._set_rates(fl, new, now)
+        return True
 
     def _complete(self, f: _Flow) -> None:
         msg = f.msg
@@ -986,6 +1087,7 @@ def _joined(sets: list[dict]) -> bool:
 
 
 _FIN_FID = attrgetter("fin", "fid")
+_FID = attrgetter("fid")
 
 #: Largest component found by walking the link sets before switching to numpy sweeps.
 _WALK = 128
@@ -1001,6 +1103,9 @@ _BATCH = 128
 #: solver's tie margin, maxmin._TIE), and a check reads at most ``_SCAN`` flows.
 _SAT = 1e-8
 _SCAN = 512
+#: Largest region FlowSolver._solve_near solves on its own, and the most flows it reads.
+_NEAR = 256
+_SCAN_NEAR = 16384
 #: Largest component solved by ``maxmin_local`` (Python floats) rather than ``maxmin_rates``
 #: (numpy): about where the two cost the same.
 _SMALL = 32
