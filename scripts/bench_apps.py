@@ -20,10 +20,10 @@ random allocator of the interference studies places them): ``--jobs 9 --ranks 10
 even-odd --args '{"iters": 10}'`` is the Obaida & Liu case of 9 even-odd jobs filling Cielo
 (``scripts/repro_obaida_liu.py --full``); "sim runtime" is then the makespan.
 ``--baseline-tree PATH`` (another checkout of simhpc, e.g. ``git worktree add /tmp/old HEAD~1``)
-also runs the ideal and packet configurations from that tree in every round, alternating which
-tree goes first: the code before a change, side by side with it (CPU per message over the
-baseline tree's; the simulated results must be identical, and the JSON says whether they
-were). ``--ideal-only`` runs the ideal network alone (in both trees): the MPI layer's own cost.
+also runs the sequential configurations (ideal, packet, flow, flow q) from that tree in every
+round, alternating which tree goes first: the code before a change, side by side with it (CPU
+per message over the baseline tree's; whether the simulated results are identical, and the
+ratio of the runtimes, are in the JSON). ``--ideal-only`` runs the ideal network alone (in both trees): the MPI layer's own cost.
 ``--quick`` is one round without the P=2 run. CPU seconds are the child's user + system time
 (every process of an mpirun); ``run cpu s`` is the CPU of building the machine and
 running it (rank 0), ``sim cpu s`` that of ``Simulator.run`` alone and ``us/msg`` sim CPU per
@@ -233,9 +233,8 @@ def main() -> None:
     if not a.no_parallel:
         configs.append(("packet P=2", "packet", 2))
     if base:
-        if not a.ideal_only:
-            configs[2:2] = [("packet" + BASE, "packet", 1)]
-        configs[1:1] = [("ideal" + BASE, "ideal", 1)]
+        # Each sequential configuration followed by the same from the baseline tree.
+        configs = [x for c in configs for x in ([c, (c[0] + BASE, c[1], 1)] if c[2] == 1 else [c])]
     runs: dict[str, list[dict]] = {name: [] for name, _, _ in configs}
     for rnd in range(a.rounds):
         order = configs
@@ -292,18 +291,22 @@ def main() -> None:
         if r.get("timed_out"):
             print(f"{'':<14}(killed after {a.timeout:.0f} s: its cpu s is a lower bound, cpu vs packet too)")
             rows[k]["timed_out"] = True
-        if k in ("flow", "flow q"):
-            rows[k].update({f: r[f] for f in ("flows", "flow_recomputes", "flow_touched", "flow_touched_max", "flow_local")})
+        if k.replace(BASE, "") in ("flow", "flow q"):
+            rows[k].update({f: r.get(f, 0) for f in ("flows", "flow_recomputes", "flow_touched", "flow_touched_max",
+                                                      "flow_local")})
     if base:
         print(f"\nbaseline tree {base}: sim CPU per message, this tree over the baseline (medians):")
-        for k in [k for k in ("ideal", "packet") if k in runs]:
+        for k in [k for k in ("ideal", "packet", "flow", "flow q") if k in runs]:
             mine, theirs = last[k], last[k + BASE]
             same = all(mine[f] == theirs[f] for f in ("runtime", "events", "bytes_sent", "messages"))
             us, us_b = rows[k]["sim_cpu_us_per_msg"], rows[k + BASE]["sim_cpu_us_per_msg"]
             rows[k]["vs_baseline_tree"] = h.r4(h.ratio(us, us_b))
+            rows[k]["cpu_vs_baseline_tree"] = h.r4(h.ratio(med[k]["cpu_s"], med[k + BASE]["cpu_s"]))
             rows[k]["baseline_identical"] = same
-            print(f"  {k:<8}{us:9.2f} us/msg vs {us_b:9.2f} us/msg: {h.ratio(us, us_b):.3f}; "
-                  f"simulated results identical: {same}")
+            rows[k]["runtime_vs_baseline_tree"] = h.ratio(mine["runtime"], theirs["runtime"])
+            print(f"  {k:<8}{us:9.2f} us/msg vs {us_b:9.2f} us/msg: {h.ratio(us, us_b):.3f}; whole-process cpu "
+                  f"{rows[k]['cpu_vs_baseline_tree']:.3f}; simulated results identical: {same} (runtime ratio "
+                  f"{rows[k]['runtime_vs_baseline_tree']!r})")
     out = {"bench": "apps", "app": a.app, "args": json.loads(a.args), "placement": a.placement, "machine": a.machine,
            "ranks": a.ranks, "jobs": a.jobs, "nbytes": a.nbytes, "iters": a.iters, "rounds": a.rounds, "cores": cores,
            "baseline": "ideal", "results": rows, "baseline_tree": base,
