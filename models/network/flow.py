@@ -110,8 +110,9 @@ class FlowSolver(Entity):
     """Holds the network's flows and their max-min fair rates (see the module docstring)."""
 
     #: Starts and ends that provably leave every other flow's rate as it is recompute
-    #: nothing (see :meth:`_end_is_local` and :meth:`_start_rate`); False: every start and
-    #: end recomputes its component (tests compare the two).
+    #: nothing (see :meth:`_end_is_local` and :meth:`_start_rate`), in the exact mode (no
+    #: rate quantum); False: every start and end recomputes its component (tests compare
+    #: the two).
     local = True
 
     def __init__(self, net: "Network"):
@@ -128,6 +129,9 @@ class FlowSolver(Entity):
         self._o_r = st.o_r
         # Rate quantum (seconds, 0: exact): starts and rate changes wait for the next multiple.
         self._q = net.config.flow_quantum or 0.0
+        # Local updates in the exact mode only: with a quantum every change waits for the
+        # next boundary, where one recomputation takes them all.
+        self._loc = self.local and not self._q
         self._changed: set[int] = set()  # links whose flows' rates wait for the next boundary
         # The flows on each link, in the order they came (a dict as an ordered set, so that
         # walks meet the flows in the same order in every run; made on a link's first flow,
@@ -144,8 +148,9 @@ class FlowSolver(Entity):
         self._resolving = False
         self._boundary = False  # in _resolve: a start may take its rate at once (_start_rate)
         self._batch = 0  # the changes waiting for the next recomputation (see _Comp.pend)
-        # The batch's starts and ends (local updates on): (component, links whose load changed).
-        self._locals: list[tuple[_Comp, Any]] = []
+        # The batch's starts and ends (local updates on): (component, links whose load
+        # changed, whether a start).
+        self._locals: list[tuple[_Comp, Any, bool]] = []
         # Due entries; those of one time are ended in flow id order (as tuples would be).
         self._due: list[_Due] = []
         self._wakes: list[float] = []  # times of the wake-ups already scheduled
@@ -342,10 +347,6 @@ class FlowSolver(Entity):
         self._ratev[f.slot] = 0.0
         self._st.flows += 1
         on_link = self._on_link
-        # Its rate without changing any other (0.0: its component must be recomputed), where
-        # rates may change now (not between the boundaries of a rate quantum); taken below
-        # only if the flows it joins have max-min fair rates now (no change of theirs waits).
-        r0 = self._start_rate(f) if self._boundary and self.local else 0.0
         batch = self._batch
         n_on = self._n_on
         root = None  # the component the segment joins
@@ -382,19 +383,24 @@ class FlowSolver(Entity):
         else:
             root.slots[f.slot] = None
             f.comp = root
-        if not self.local:
+        if not self._loc:
             # One link finds the whole component the segment joins.
             changed.add(f.route[0])
             return
         if root.pend != batch:
             root.pend = batch
-            if r0 > 0.0:
-                self._st.local += 1
-                self._set_rates((f,), (r0,), self.sim.now)
-                self._locals.append((root, f.route))
-                return
+            # Its rate without changing any other's, if the flows it joins have max-min fair
+            # rates now (no change of theirs waits), rates may change now (not between the
+            # boundaries of a rate quantum) and its component is large enough to be worth it.
+            if self._boundary and len(root.slots) > _LOCAL_MIN:
+                r0 = self._start_rate(f)
+                if r0 > 0.0:
+                    self._st.local += 1
+                    self._set_rates((f,), (r0,), self.sim.now)
+                    self._locals.append((root, f.route, True))
+                    return
         root.fall = batch
-        self._locals.append((root, f.route))
+        self._locals.append((root, f.route, True))
 
     def _segment_done(self, f: _Flow, changed: set[int]) -> None:
         on_link = self._on_link
@@ -408,9 +414,9 @@ class FlowSolver(Entity):
         # Whether the others' rates stay as they are (only where they are max-min fair now:
         # no change of its component waits).
         batch = self._batch
-        fair = self.local and r.pend != batch  # its rates are max-min fair now
+        fair = self._loc and r.pend != batch  # its rates are max-min fair now
         r.pend = batch
-        keep = fair and self._end_is_local(f)
+        keep = fair and len(r.slots) > _LOCAL_MIN and self._end_is_local(f)
         rest = []  # the flows left on f's links that others share
         shared = []  # those links
         for l in route:
@@ -423,7 +429,7 @@ class FlowSolver(Entity):
                 rest.append(s)
             else:
                 on_link[l] = None
-        if not self.local:
+        if not self._loc:
             changed.update(shared)
         else:
             if keep:
@@ -431,7 +437,7 @@ class FlowSolver(Entity):
             else:
                 r.fall = batch
             if shared:
-                self._locals.append((r, shared))
+                self._locals.append((r, shared, False))
         if not r.dirty:
             # The flows left stay connected when the flow sets of f's links that others share
             # are joined by flows they have in common (a flow connected to f was so through
@@ -495,8 +501,8 @@ class FlowSolver(Entity):
         return True
 
     def _start_rate(self, f: _Flow) -> float:
-        """The rate ``f`` (not in the link sets yet) would start at if no other flow's
-        rate changed, where that is the max-min fair outcome, else 0.0.
+        """The rate ``f`` (just started, at rate 0) would start at if no other flow's rate
+        changed, where that is the max-min fair outcome, else 0.0.
 
         With every link of ``f`` unsaturated (no flow's bottleneck), ``f`` at the smallest
         residual capacity of its links saturates those at the minimum and no other: every
@@ -511,7 +517,7 @@ class FlowSolver(Entity):
         for l in f.route:
             s = on_link[l]
             c = capl[l]
-            if s is None:
+            if len(s) == 1:  # f alone
                 res.append((c, 0.0))
                 if c < r:
                     r = c
@@ -519,7 +525,7 @@ class FlowSolver(Entity):
             budget -= len(s)
             if budget < 0:
                 return 0.0
-            rs = [h.rate for h in s]
+            rs = [h.rate for h in s]  # (f's is 0.0)
             load = fsum(rs)
             if load >= c * lo:
                 return 0.0  # saturated: its flows may have their bottleneck here
@@ -540,21 +546,34 @@ class FlowSolver(Entity):
         the max-min fair outcome, are recomputed whole (their links join ``changed``). Both
         depend only on the batch's final flows and links, not on the order of its changes."""
         batch = self._batch
-        groups: dict[_Comp, set[int]] = {}
-        for c, seeds in self._locals:
+        groups: dict[_Comp, list[tuple[Any, bool]]] = {}
+        for c, links, start in self._locals:
             while c.up is not None:
                 c = c.up
-            if c.fall == batch:
-                g = groups.get(c)
-                if g is None:
-                    g = groups[c] = set()
-                g.update(seeds)
+            if c.fall != batch:
+                continue
+            if len(c.slots) <= _LOCAL_MIN:
+                # Recomputed whole: one link finds a start's component, and each of an end's
+                # links the parts of one it may have split.
+                if start:
+                    changed.add(links[0])
+                else:
+                    changed.update(links)
+                continue
+            g = groups.get(c)
+            if g is None:
+                g = groups[c] = []
+            g.append((links, start))
         self._locals = []
-        for seeds in groups.values():
-            if self._solve_near(sorted(seeds), now):
+        for g in groups.values():
+            if self._solve_near(sorted({l for links, _ in g for l in links}), now):
                 self._st.local += 1
-            else:
-                changed.update(seeds)
+                continue
+            for links, start in g:
+                if start:
+                    changed.add(links[0])
+                else:
+                    changed.update(links)
 
     def _solve_near(self, seeds: Any, now: float) -> bool:
         """New rates for the flows on the links ``seeds`` alone (the region), every other
@@ -1106,6 +1125,9 @@ _SCAN = 512
 #: Largest region FlowSolver._solve_near solves on its own, and the most flows it reads.
 _NEAR = 256
 _SCAN_NEAR = 16384
+#: Components of at most this many flows are recomputed, never updated locally: their
+#: recomputation costs less than the checks.
+_LOCAL_MIN = 64
 #: Largest component solved by ``maxmin_local`` (Python floats) rather than ``maxmin_rates``
 #: (numpy): about where the two cost the same.
 _SMALL = 32

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from apps import run_app
 from models.network import Network, NetworkConfig, NetworkConfigError, network_lookahead
+import models.network.flow as flow_module
 from models.network.flow import FlowSolver
 from models.network.maxmin import maxmin_local, maxmin_rates, maxmin_small
 from models.presets import Machine, get_machine
@@ -209,9 +210,10 @@ def test_per_job_statistics_match_the_ideal_model():
 
 
 @pytest.mark.parametrize("family", ["tiny-dragonfly", "tiny-torus", "fattree-r8"])
-def test_simultaneous_starts_in_any_order_give_the_same_deliveries(family):
+def test_simultaneous_starts_in_any_order_give_the_same_deliveries(monkeypatch, family):
     # Bit for bit, local starts and ends (and the solves beside them) included: each batch's
     # rates depend on its final flows only.
+    monkeypatch.setattr(flow_module, "_LOCAL_MIN", 0)
     topo = FatTree.from_radix(radix=8, levels=3) if family == "fattree-r8" else get_machine(family).topology
     n = topo.n_nodes
     fwd = {s: [((s * 5 + k) % n, 3000 * k + 100, 0) for k in range(1, 5)] for s in range(n)}
@@ -237,6 +239,7 @@ def test_only_the_connected_flows_are_recomputed(monkeypatch):
     # With local updates, a start onto idle links and an end that frees no one's bottleneck
     # recompute nothing, and the deliveries are the same.
     monkeypatch.setattr(FlowSolver, "local", True)
+    monkeypatch.setattr(flow_module, "_LOCAL_MIN", 0)  # (components this small are recomputed by default)
     _, net, log2, _ = run_traffic(topo, disjoint, model="flow", o_s=O_S, o_r=O_R)
     st_ = net.stats()
     assert log2 == log and st_.flow_recomputes == 0 and st_.flow_local == 4
@@ -486,6 +489,7 @@ def test_local_starts_and_ends_keep_the_rates_max_min_fair(monkeypatch, case):
         machine = get_machine(name)
     kw = dict(ranks_per_node=1, network=NetworkConfig(model="flow", **cfg), placement=placement, seed=3, comm=None,
               **args)
+    monkeypatch.setattr(flow, "_LOCAL_MIN", 0)  # (components this small are recomputed by default)
     checked = []
     resolve = flow.FlowSolver._resolve
 
@@ -505,12 +509,15 @@ def test_local_starts_and_ends_keep_the_rates_max_min_fair(monkeypatch, case):
 
     monkeypatch.setattr(flow.FlowSolver, "_resolve", checked_resolve)
     got = run_app(machine, app, ranks, **kw)
-    assert got.net.flow_local > 0
-    if not cfg.get("flow_quantum"):
-        assert checked and max(checked) > 1
     monkeypatch.setattr(flow.FlowSolver, "local", False)
     ref = run_app(machine, app, ranks, **kw)
-    assert ref.net.flow_local == 0 and ref.net.flow_recomputes > got.net.flow_recomputes
+    assert ref.net.flow_local == 0
+    if cfg.get("flow_quantum"):
+        # With a quantum every change waits for a boundary: no local updates, the same run.
+        assert got.net.flow_local == 0 and (got.runtime, got.events) == (ref.runtime, ref.events)
+        return
+    assert checked and max(checked) > 1
+    assert got.net.flow_local > 0 and ref.net.flow_recomputes > got.net.flow_recomputes
     assert got.runtime == pytest.approx(ref.runtime, rel=1e-9)
     assert got.net.link_bytes.tolist() == ref.net.link_bytes.tolist()
 
@@ -550,7 +557,9 @@ def test_with_a_quantum_freed_capacity_waits_for_the_next_multiple():
 
 
 @pytest.mark.parametrize("q", [1e-7, 1e-6])
-def test_a_quantum_moves_an_apps_times_by_little_and_its_bytes_not_at_all(q):
+def test_a_quantum_moves_an_apps_times_by_little_and_its_bytes_not_at_all(monkeypatch, q):
+    # (Against the exact mode recomputing at every instant: local updates off.)
+    monkeypatch.setattr(FlowSolver, "local", False)
     exact = run_app("tiny-fattree3", "alltoall", 16, network=NetworkConfig(model="flow"), nbytes=20_000, iters=2)
     quant = run_app("tiny-fattree3", "alltoall", 16, network=NetworkConfig(model="flow", flow_quantum=q),
                     nbytes=20_000, iters=2)
