@@ -10,8 +10,10 @@ flows on each link, by :func:`~.maxmin.maxmin_local` in plain Python, larger one
 :func:`~.maxmin.maxmin_rates` over a CSR incidence (the same rates, bit for bit); all starts
 and ends of one instant are handled in one recomputation. Components are also kept between
 recomputations (:class:`_Comp`), so that a recomputation walks only the small ones and those
-an end may have split. A start or end that provably leaves every other flow's rate as it is
-(:meth:`FlowSolver._end_is_local`, :meth:`FlowSolver._start_rate`) recomputes nothing.
+an end may have split. In a large component, a start or end that provably leaves every other
+flow's rate as it is (:meth:`FlowSolver._end_is_local`, :meth:`FlowSolver._start_rate`)
+recomputes nothing, and the changes of an instant are first solved with the flows beside
+them alone (:meth:`FlowSolver._solve_near`); see docs/network.md.
 When a message's last byte is through, the solver tells the destination NIC (delivery after
 ``o_r``) and, for ``notify``, the sender.
 
@@ -63,8 +65,9 @@ class _Comp:
         self.dirty = False
         self.stamp = 0
         # The last batch (FlowSolver._batch) in which a start or end changed it, and the
-        # last in which one was left to the recomputation at the batch's end: from the
-        # second change of a batch on, a component is recomputed whole, with the first.
+        # last in which one could not be kept by itself (a check failed, or it was not the
+        # batch's first change there): such a component is settled at the batch's end from
+        # all its changes (FlowSolver._settle).
         self.pend = -1
         self.fall = -1
 
