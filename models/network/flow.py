@@ -568,8 +568,12 @@ class FlowSolver(Entity):
                 g = groups[c] = []
             g.append((links, start))
         self._locals = []
+        # The largest region worth solving on its own grows with the flows in flight (a
+        # count that does not depend on the order of the batch's changes): a component's
+        # recomputation grows with them too.
+        limit = max(_NEAR, (len(self._row) - len(self._free)) // _NEAR_SHARE)
         for g in groups.values():
-            if self._solve_near(sorted({l for links, _ in g for l in links}), now):
+            if self._solve_near(sorted({l for links, _ in g for l in links}), now, limit):
                 self._st.local += 1
                 continue
             for links, start in g:
@@ -578,15 +582,15 @@ class FlowSolver(Entity):
                 else:
                     changed.update(links)
 
-    def _solve_near(self, seeds: Any, now: float) -> bool:
+    def _solve_near(self, seeds: Any, now: float, limit: int) -> bool:
         """New rates for the flows on the links ``seeds`` alone (the region), every other
         flow's rate fixed, where they are the max-min fair rates of all flows: then they are
         set and True is returned; False (nothing changed): the component must be recomputed.
         Where the region alone is not enough, it is tried again with the flows on all its
-        flows' links (one ring wider), up to ``_RINGS`` rings.
+        flows' links (one ring wider), up to ``_RINGS`` rings and ``limit`` flows.
         """
         for _ in range(_RINGS):
-            got = self._near(seeds, now)
+            got = self._near(seeds, now, limit)
             if got is True:
                 return True
             if got is None or len(got) == len(seeds):
@@ -594,7 +598,7 @@ class FlowSolver(Entity):
             seeds = got
         return False
 
-    def _near(self, seeds: Any, now: float) -> bool | list[int] | None:
+    def _near(self, seeds: Any, now: float, limit: int) -> bool | list[int] | None:
         """One try of :meth:`_solve_near` over the flows on ``seeds``: True (solved and
         set), the sorted links of the region's flows (not solved: the next ring's seeds), or
         None (too large: give up).
@@ -603,8 +607,8 @@ class FlowSolver(Entity):
         less the other flows' rates. That is feasible; it is the max-min fair allocation if
         every flow has a bottleneck (see :meth:`_end_is_local`), which only the flows on the
         region's links (its own and those beside it) may have lost: each is checked with the
-        new rates. Regions of more than ``_NEAR`` flows, or checks that would read more than
-        ``_SCAN`` flows, are left to the recomputation."""
+        new rates. Regions of more than ``limit`` flows, or checks that would read more than
+        ``_SCAN_NEAR`` flows per ``_NEAR`` of the limit, give up (None)."""
         on_link = self._on_link
         capl = self._capl
         # In an order of their own (flow ids, link ids, exact sums), so that the rates do
@@ -614,7 +618,7 @@ class FlowSolver(Entity):
             s = on_link[l]
             if s:
                 found.update(s)
-        if not found or len(found) > _NEAR:
+        if not found or len(found) > limit:
             return None
         fl = sorted(found, key=_FID)
         region = {g: i for i, g in enumerate(fl)}
@@ -623,7 +627,7 @@ class FlowSolver(Entity):
         routes = [[num[l] for l in g.route] for g in fl]
         n = [0] * len(num)
         rc = [0.0] * len(num)
-        budget = _SCAN_NEAR
+        budget = _SCAN_NEAR * limit // _NEAR
         beside: set[_Flow] = set()  # flows on the region's links, not in it
         for l, i in num.items():
             s = on_link[l]
@@ -1142,12 +1146,16 @@ _BATCH = 128
 #: solver's tie margin, maxmin._TIE), and a check reads at most ``_SCAN`` flows.
 _SAT = 1e-8
 _SCAN = 512
-#: Largest region FlowSolver._solve_near solves on its own, the most flows it reads, and the
-#: most rings it tries (on fattree44's 1,024-rank stencil3d: 1 ring 3.98 s, 2 rings 2.84 s,
-#: 3 rings 2.21 s, 5 rings 2.17 s; larger regions cost more than they save).
+#: Largest region FlowSolver._solve_near solves on its own, the most flows it reads per region
+#: of that size, and the most rings it tries (on fattree44's 1,024-rank stencil3d: 1 ring
+#: 3.98 s, 2 rings 2.84 s, 3 rings 2.21 s, 5 rings 2.17 s; regions of 1,024 flows 2.7 s)...
 _NEAR = 256
 _SCAN_NEAR = 16384
 _RINGS = 3
+#: ... or, with many flows in flight, up to this fraction of them (Zhou's 4K halo, one
+#: iteration: 25.9 s with regions of at most 256 flows, 18.8 s with 2,048; at 1K, regions over
+#: 256 flows cost more than they save).
+_NEAR_SHARE = 16
 #: Components of at most this many flows are recomputed, never updated locally: their
 #: recomputation costs less than the checks.
 _LOCAL_MIN = 64
