@@ -149,7 +149,6 @@ class FlowSolver(Entity):
         self._stamp = 0  # stamps of the walks: a flow found by one has its ``mark``
         self._starts: list[tuple] = []
         self._resolving = False
-        self._boundary = False  # in _resolve: a start may take its rate at once (_start_rate)
         self._batch = 0  # the changes waiting for the next recomputation (see _Comp.pend)
         # The batch's starts and ends (local updates on): (component, links whose load
         # changed, whether a start).
@@ -277,14 +276,12 @@ class FlowSolver(Entity):
         now = self.sim.now
         changed = self._changed
         self._changed = set()
-        self._boundary = True
         self._end_due(now, changed)
         starts = self._starts
         if starts:
             self._starts = []
             for d in starts:
                 self._start(d, changed)
-        self._boundary = False
         if self._locals:
             self._settle(changed, now)
         if changed:
@@ -393,9 +390,10 @@ class FlowSolver(Entity):
         if root.pend != batch:
             root.pend = batch
             # Its rate without changing any other's, if the flows it joins have max-min fair
-            # rates now (no change of theirs waits), rates may change now (not between the
-            # boundaries of a rate quantum) and its component is large enough to be worth it.
-            if self._boundary and len(root.slots) > _LOCAL_MIN:
+            # rates now (no change of theirs waits) and its component is large enough to be
+            # worth it. (Local updates are on in the exact mode only, where every start and
+            # end happens in _resolve: rates may change at once.)
+            if len(root.slots) > _LOCAL_MIN:
                 r0 = self._start_rate(f)
                 if r0 > 0.0:
                     self._st.local += 1
@@ -553,29 +551,23 @@ class FlowSolver(Entity):
         for c, links, start in self._locals:
             while c.up is not None:
                 c = c.up
-            if c.fall != batch:
-                continue
-            if len(c.slots) <= _LOCAL_MIN:
-                # Recomputed whole: one link finds a start's component, and each of an end's
-                # links the parts of one it may have split.
-                if start:
-                    changed.add(links[0])
-                else:
-                    changed.update(links)
-                continue
-            g = groups.get(c)
-            if g is None:
-                g = groups[c] = []
-            g.append((links, start))
+            if c.fall == batch:
+                g = groups.get(c)
+                if g is None:
+                    g = groups[c] = []
+                g.append((links, start))
         self._locals = []
         # The largest region worth solving on its own grows with the flows in flight (a
         # count that does not depend on the order of the batch's changes): a component's
         # recomputation grows with them too.
         limit = max(_NEAR, (len(self._row) - len(self._free)) // _NEAR_SHARE)
-        for g in groups.values():
-            if self._solve_near(sorted({l for links, _ in g for l in links}), now, limit):
+        for c, g in groups.items():
+            seeds = sorted({l for links, _ in g for l in links})
+            if len(c.slots) > _LOCAL_MIN and self._solve_near(seeds, now, limit):
                 self._st.local += 1
                 continue
+            # Recomputed whole: one link finds a start's component, and each of an end's
+            # links the parts of one it may have split.
             for links, start in g:
                 if start:
                     changed.add(links[0])
