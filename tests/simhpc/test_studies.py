@@ -574,8 +574,21 @@ def test_repro_zhou_sizes_runs_only_the_partitions_named(tmp_path):
     fig = json.loads(p.stdout.strip().splitlines()[-1])
     assert sorted(fig["network"]) == ["alltoall@1K/contention-free", "stencil3d@1K/contention-free"]
     assert fig["network"]["alltoall@1K/contention-free"]["ratio"] > 1.0  # the missing D wrap costs bisection
+    halo = fig["network"]["stencil3d@1K/contention-free"]
+    assert halo["busiest_link_flows"] == [6, 6] and abs(halo["ratio"] - 1.0) < 0.01  # no link busier: no slower
     # A size the scale does not have, or no size at all: one line naming the option.
     for bad, msg in (("8K", "8K is not a partition of the tiny scale"), ("3K", "'3K' is not a partition size"),
                      (",", "no partition size given")):
         p = subprocess.run([*cmd, "--sizes", bad], capture_output=True, text=True, env=env, timeout=120)
         assert p.returncode == 2 and "--sizes" in p.stderr and msg in p.stderr and "Traceback" not in p.stderr
+
+
+def test_repro_zhou_halo_link_flows_predict_the_mesh_penalty(monkeypatch):
+    # On the reduced 4K partition, the halo's wrap-around exchanges go the long way on the
+    # mesh: 8 flows share its busiest link against the torus's 6, and the halo runs 1.322
+    # times as long (docs/studies.md), close to 8/6. On the reduced 2K partition both have 6.
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    import repro_zhou as z
+
+    assert [z.halo_link_flows("reduced", 4096, k) for k in ("torus", "mesh", "contention-free")] == [6, 8, 8]
+    assert [z.halo_link_flows("reduced", 2048, k) for k in ("torus", "mesh")] == [6, 6]
