@@ -563,7 +563,10 @@ class FlowSolver(Entity):
         limit = max(_NEAR, (len(self._row) - len(self._free)) // _NEAR_SHARE)
         for c, g in groups.items():
             seeds = sorted({l for links, _ in g for l in links})
-            if len(c.slots) > _LOCAL_MIN and self._solve_near(seeds, now, limit):
+            size = len(c.slots)
+            # A region solved in Python pays only while it is a small part of its component,
+            # whose recomputation is vectorised.
+            if size > _LOCAL_MIN and self._solve_near(seeds, now, min(limit, size // _NEAR_PART)):
                 self._st.local += 1
                 continue
             # Recomputed whole: one link finds a start's component, and each of an end's
@@ -1148,6 +1151,12 @@ _RINGS = 3
 #: iteration: 25.9 s with regions of at most 256 flows, 18.8 s with 2,048; at 1K, regions over
 #: 256 flows cost more than they save).
 _NEAR_SHARE = 16
+#: ... and at most this fraction of its component's flows. One iteration of the all-to-all on
+#: Zhou's 1K torus (components of 64-1,024 flows), alternated: 48.0-51.4 s with the whole
+#: component allowed, 48.8-55.8 s with half, 43.4-44.4 s with a quarter (without local updates
+#: 42.0 s); with an eighth or less, the 1,024-rank Mira halo of bench_apps took 1.88 s against
+#: 1.58-1.73 s.
+_NEAR_PART = 4
 #: Components of at most this many flows are recomputed, never updated locally: their
 #: recomputation costs less than the checks.
 _LOCAL_MIN = 64

@@ -214,6 +214,7 @@ def test_simultaneous_starts_in_any_order_give_the_same_deliveries(monkeypatch, 
     # Bit for bit, local starts and ends (and the solves beside them) included: each batch's
     # rates depend on its final flows only.
     monkeypatch.setattr(flow_module, "_LOCAL_MIN", 0)
+    monkeypatch.setattr(flow_module, "_NEAR_PART", 1)
     topo = FatTree.from_radix(radix=8, levels=3) if family == "fattree-r8" else get_machine(family).topology
     n = topo.n_nodes
     fwd = {s: [((s * 5 + k) % n, 3000 * k + 100, 0) for k in range(1, 5)] for s in range(n)}
@@ -244,11 +245,20 @@ def test_only_the_connected_flows_are_recomputed(monkeypatch):
     st_ = net.stats()
     assert log2 == log and st_.flow_recomputes == 0 and st_.flow_local == 4
     # The second flow onto the shared, saturated link, and the end that frees it, are
-    # solved with the flows beside them alone (the others' rates fixed).
+    # solved with the flows beside them alone (the others' rates fixed), where a region may
+    # be as large as its component...
+    monkeypatch.setattr(flow_module, "_NEAR_PART", 1)
     _, net, slog2, _ = run_traffic(topo, shared, model="flow", o_s=O_S, o_r=O_R)
     st_ = net.stats()
     assert st_.flow_local == 4 and st_.flow_recomputes == 0
     assert [x[0] for x in slog2] == pytest.approx([x[0] for x in slog], rel=1e-12)
+    # ... and by default, where it may hold a quarter of it at most (none of two flows), they
+    # recompute the component (the first start and the last end still change no other rate).
+    monkeypatch.setattr(flow_module, "_NEAR_PART", 4)
+    _, net, slog3, _ = run_traffic(topo, shared, model="flow", o_s=O_S, o_r=O_R)
+    st_ = net.stats()
+    assert st_.flow_local == 2 and st_.flow_recomputes == 2
+    assert [x[0] for x in slog3] == pytest.approx([x[0] for x in slog], rel=1e-12)
 
 
 def _run_flow(topo, msgs, **cfg):
@@ -490,7 +500,10 @@ def test_local_starts_and_ends_keep_the_rates_max_min_fair(monkeypatch, case):
         machine = get_machine(name)
     kw = dict(ranks_per_node=1, network=NetworkConfig(model="flow", **cfg), placement=placement, seed=3, comm=None,
               **args)
-    monkeypatch.setattr(flow, "_LOCAL_MIN", 0)  # (components this small are recomputed by default)
+    # (Components this small are recomputed by default, and their regions limited to a
+    # quarter of them.)
+    monkeypatch.setattr(flow, "_LOCAL_MIN", 0)
+    monkeypatch.setattr(flow, "_NEAR_PART", 1)
     checked = []
     resolve = flow.FlowSolver._resolve
 
