@@ -85,13 +85,27 @@ def wraps(blocks: tuple[int, ...], kind: str) -> tuple[bool, ...]:
     return tuple(b == 1 or b == g for b, g in zip(blocks, GRID))
 
 
-def partition_machine(scale: str, size: int, kind: str):
+#: Relative change of every link's bandwidth per perturbation (--spread): the last digits only.
+PERTURB = 1e-12
+
+
+def partition_machine(scale: str, size: int, kind: str, perturb: int = 0):
+    """The partition as a machine of its own; ``perturb`` = i scales every link's bandwidth by
+    1 + i * PERTURB (a change of the last digits, see --spread)."""
     from models.presets import Machine, get_machine
+    from models.units import parse_bandwidth
 
     mira = get_machine("mira")
     blocks = PARTITIONS[size]
     shape = tuple(b * m for b, m in zip(blocks, SCALES[scale][0]))
-    topo = mira.topology.replace(dims=shape, wrap=wraps(blocks, kind))
+    changes = {}
+    if perturb:
+        p = mira.topology.constructor_params
+        f = 1.0 + perturb * PERTURB
+        # (Per dimension, or one value.)
+        changes = {k: tuple(parse_bandwidth(x) * f for x in v) if isinstance(v, (tuple, list)) else parse_bandwidth(v) * f
+                   for k, v in ((k, p[k]) for k in ("link_bw", "inject_bw"))}
+    topo = mira.topology.replace(dims=shape, wrap=wraps(blocks, kind), **changes)
     return Machine(name=f"mira-{size}-{kind}", topology=topo, cores_per_node=mira.cores_per_node,
                    flops_per_node=mira.flops_per_node, mem_bw_per_node=mira.mem_bw_per_node)
 
@@ -119,9 +133,11 @@ def network_run(item):
     from apps import run_app
     from models.network import NetworkConfig
 
-    scale, size, app, kind, model = item
+    # (A sixth element, when present, is the perturbation: items without it are those that
+    # --checkpoint folders hold from before --spread.)
+    scale, size, app, kind, model, *perturb = item
     iters = SCALES[scale][2]
-    m = partition_machine(scale, size, kind)
+    m = partition_machine(scale, size, kind, *perturb)
     if app == "alltoall":
         args, mapping = {"nbytes": A2A_BYTES, "iters": iters[0]}, "block"
     else:
@@ -221,6 +237,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="how a free partition is chosen (default least-blocking, as in the study)")
     ap.add_argument("--view", default="both", choices=("both", "network", "scheduling"),
                     help="run both views (default) or one of them")
+    ap.add_argument("--spread", default=1, type=int, metavar="K",
+                    help="network view: run every cell K times, every link's bandwidth scaled by 1 + i * 1e-12 "
+                         "(i = 0..K-1), and report each ratio's mean +- standard error: the runs are "
+                         "deterministic, but an all-to-all off the torus is sensitive to the last digits (default 1)")
     ap.add_argument("--sizes", default=None, type=_sizes, metavar="1K,2K,...",
                     help="network view: only these partitions (default: all of the scale's); runs saved by "
                          "--checkpoint are shared, so a study can be run a partition size at a time")
@@ -260,31 +280,47 @@ def main(argv: list[str] | None = None) -> int:
 
     res, net = {}, {}
     if args.view != "scheduling":
+        if args.spread < 1:
+            ap.error(f"--spread must be >= 1, got {args.spread}")
         kinds_needed = {(s, "torus") for s in sizes} | {(s, k) for s, k in COMPARE if s in sizes}
-        items = [(sc, s, a, k, args.network) for s, k in sorted(kinds_needed) for a in ("alltoall", "stencil3d")]
-        res = dict(zip([it[1:4] for it in items], h.deal(items, network_run, c, checkpoint=h.checkpoint(args, f"zhou-network-{sc}"))))
+        items = [(sc, s, a, k, args.network) + ((i,) if i else ()) for s, k in sorted(kinds_needed)
+                 for a in ("alltoall", "stencil3d") for i in range(args.spread)]
+        res = dict(zip([it[1:4] + (it[5] if len(it) > 5 else 0,) for it in items],
+                       h.deal(items, network_run, c, checkpoint=h.checkpoint(args, f"zhou-network-{sc}"))))
         rows = []
         for s, k in COMPARE:
             if s not in sizes:
                 continue
             for a in ("alltoall", "stencil3d"):
-                t, o = res[(s, a, "torus")], res[(s, a, k)]
+                runs = [(res[(s, a, "torus", i)], res[(s, a, k, i)]) for i in range(args.spread)]
+                t, o = runs[0]
                 fig = {"torus_us": h.r4(t["runtime"] * 1e6), "other_us": h.r4(o["runtime"] * 1e6),
                        "ratio": h.r4(o["runtime"] / t["runtime"])}
+                if args.spread > 1:
+                    ratios = [y["runtime"] / x["runtime"] for x, y in runs]
+                    fig["ratio_spread"] = h.mean_se(ratios)
+                    fig["ratio_range"] = [h.r4(min(ratios)), h.r4(max(ratios))]
                 busiest = "-"
                 if a == "stencil3d":
                     fig["busiest_link_flows"] = [halo_link_flows(sc, s, "torus"), halo_link_flows(sc, s, k)]
                     busiest = "{} / {} = {:.3f}".format(*fig["busiest_link_flows"],
                                                         fig["busiest_link_flows"][1] / fig["busiest_link_flows"][0])
                 net[f"{a}@{s // 1024}K/{k}"] = fig
-                rows.append([f"{s // 1024}K", "x".join(str(b * m) for b, m in zip(PARTITIONS[s], midplane)), a, k,
-                             f"{t['runtime'] * 1e6:.1f}", f"{o['runtime'] * 1e6:.1f}", f"{o['runtime'] / t['runtime']:.3f}",
-                             busiest, f"{t['cpu_s'] + o['cpu_s']:.1f}"])
-        h.say(c, "", "network view: runtime alone on a partition (us, one deterministic run each) and its ratio to the "
-                     "torus partition; busiest link: the most halo flows on one link, torus / kind's, when all "
-                     "exchanges overlap (halo_link_flows: their ratio predicts the halo's)",
-              h.table(rows, ["partition", "routers", "app", "kind", "torus", "kind's", "kind/torus", "busiest link",
-                             "CPU (s)"]))
+                row = [f"{s // 1024}K", "x".join(str(b * m) for b, m in zip(PARTITIONS[s], midplane)), a, k,
+                       f"{t['runtime'] * 1e6:.1f}", f"{o['runtime'] * 1e6:.1f}", f"{o['runtime'] / t['runtime']:.3f}"]
+                if args.spread > 1:
+                    row += [h.fmt_se(fig["ratio_spread"], 4), "{:.4f}-{:.4f}".format(*fig["ratio_range"])]
+                rows.append(row + [busiest, f"{sum(x['cpu_s'] + y['cpu_s'] for x, y in runs):.1f}"])
+        spread = ["ratio, perturbed", "range"] if args.spread > 1 else []
+        h.say(c, "", "network view: runtime alone on a partition (us, one deterministic run each"
+                     + (", unperturbed" if args.spread > 1 else "") + ") and its ratio to the "
+                     "torus partition" + (f"; over {args.spread} runs with every link's bandwidth scaled by "
+                                          "1 + i * 1e-12: the ratio's mean +- standard error and range"
+                                          if args.spread > 1 else "")
+                     + "; busiest link: the most halo flows on one link, torus / kind's, when all exchanges overlap "
+                       "(halo_link_flows: their ratio predicts the halo's)",
+              h.table(rows, ["partition", "routers", "app", "kind", "torus", "kind's", "kind/torus", *spread,
+                             "busiest link", "CPU (s)"]))
 
     got, sched = {}, {}
     if args.view != "network":

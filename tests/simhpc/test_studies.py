@@ -592,3 +592,34 @@ def test_repro_zhou_halo_link_flows_predict_the_mesh_penalty(monkeypatch):
 
     assert [z.halo_link_flows("reduced", 4096, k) for k in ("torus", "mesh", "contention-free")] == [6, 8, 8]
     assert [z.halo_link_flows("reduced", 2048, k) for k in ("torus", "mesh")] == [6, 6]
+
+
+def test_repro_zhou_spread_reruns_every_cell_perturbed(tmp_path):
+    # --spread K: each cell K times, every link's bandwidth scaled by 1 + i * 1e-12; the
+    # first run is the unperturbed one, and the ratio gets a mean +- standard error over K.
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, str(SCRIPTS / "repro_zhou.py"), "--tiny", "--view", "network", "--sizes", "1K",
+           "--out", str(tmp_path)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    plain = json.loads(p.stdout.strip().splitlines()[-1])["network"]
+    p = subprocess.run([*cmd, "--spread", "3"], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout.strip().splitlines()[-1])["network"]
+    for cell, fig in got.items():
+        assert fig["ratio"] == plain[cell]["ratio"] and "ratio_spread" not in plain[cell]
+        assert fig["ratio_spread"]["n"] == 3 and fig["ratio_range"][0] <= fig["ratio_spread"]["mean"] <= fig["ratio_range"][1]
+    assert "ratio, perturbed" in p.stdout
+    p = subprocess.run([*cmd, "--spread", "0"], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 2 and "--spread must be >= 1" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_repro_zhou_perturbed_partition_scales_every_link():
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        import repro_zhou as z
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    a = z.partition_machine("tiny", 1024, "mesh").topology
+    b = z.partition_machine("tiny", 1024, "mesh", 3).topology
+    assert np.allclose(b.link_bw / a.link_bw, 1.0 + 3e-12, rtol=0, atol=1e-15) and (b.link_bw != a.link_bw).all()
+    assert b.wrap == a.wrap and b.dims == a.dims
