@@ -209,11 +209,15 @@ class FlowSolver(Entity):
         """End every segment due by ``now`` (stale entries skipped, early ones put back), in
         the order of (time, flow id)."""
         due = self._due
-        if not due or due[0] > now:
+        # Segments due within a few ulps of now end now: the same instant reached through other
+        # roundings (rates set by a local update, or by another component's solve) stays one
+        # instant, as it is in exact arithmetic.
+        lim = now + now * _END_TOL
+        if not due or due[0] > lim:
             return
         pop = heapq.heappop
         ready = []
-        while due and due[0] <= now:
+        while due and due[0] <= lim:
             e = pop(due)
             f = e.f
             if f.entry is not e:
@@ -1157,6 +1161,9 @@ _NEAR_SHARE = 16
 #: 42.0 s); with an eighth or less, the 1,024-rank Mira halo of bench_apps took 1.88 s against
 #: 1.58-1.73 s.
 _NEAR_PART = 4
+#: Segments due at most this far after now (relative) end now: a few ulps, far below any
+#: latency (1e-12 of 1 s is 1 ps).
+_END_TOL = 1e-12
 #: Components of at most this many flows are recomputed, never updated locally: their
 #: recomputation costs less than the checks.
 _LOCAL_MIN = 64

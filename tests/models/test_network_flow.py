@@ -3,6 +3,7 @@ properties), closed-form timings, statistics, segments, adaptive routing and app
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from itertools import product
 
@@ -591,3 +592,18 @@ def test_bad_flow_quantum_is_named():
     with pytest.raises(NetworkConfigError, match="flow_quantum is an option of the flow model only"):
         NetworkConfig(model="packet", flow_quantum="1us")
     assert NetworkConfig(model="flow", flow_quantum="1us").flow_quantum == pytest.approx(1e-6)
+
+
+def test_ends_an_ulp_apart_are_one_instant(monkeypatch):
+    # A flow alone of 3k bytes and three flows of k sharing a link (a third of its capacity
+    # each) end at the same time in exact arithmetic; for k = 16,667 the roundings put them
+    # an ulp apart. Segments due within _END_TOL of an instant end in it: one instant.
+    topo = FatTree.from_radix(radix=8, levels=2)
+    k = 16_667
+    msgs = {4: [(5, 3 * k, 0)], 0: [(1, k, 0)], 2: [(1, k, 0)], 3: [(1, k, 0)]}
+    _, _, log, _ = run_traffic(topo, msgs, model="flow", o_s=O_S, o_r=O_R)
+    assert len({x[0] for x in log}) == 1 and len(log) == 4
+    monkeypatch.setattr(flow_module, "_END_TOL", 0.0)
+    _, _, log0, _ = run_traffic(topo, msgs, model="flow", o_s=O_S, o_r=O_R)
+    times = sorted({x[0] for x in log0})
+    assert len(times) == 2 and times[1] == math.nextafter(times[0], 1.0)
