@@ -100,11 +100,11 @@ def partition_machine(scale: str, size: int, kind: str, perturb: int = 0):
     shape = tuple(b * m for b, m in zip(blocks, SCALES[scale][0]))
     changes = {}
     if perturb:
-        p = mira.topology.constructor_params
         f = 1.0 + perturb * PERTURB
-        # (Per dimension, or one value.)
-        changes = {k: tuple(parse_bandwidth(x) * f for x in v) if isinstance(v, (tuple, list)) else parse_bandwidth(v) * f
-                   for k, v in ((k, p[k]) for k in ("link_bw", "inject_bw"))}
+        for k in ("link_bw", "inject_bw"):
+            v = mira.topology.constructor_params[k]  # per dimension, or one value
+            many = isinstance(v, (tuple, list))
+            changes[k] = tuple(parse_bandwidth(x) * f for x in v) if many else parse_bandwidth(v) * f
     topo = mira.topology.replace(dims=shape, wrap=wraps(blocks, kind), **changes)
     return Machine(name=f"mira-{size}-{kind}", topology=topo, cores_per_node=mira.cores_per_node,
                    flops_per_node=mira.flops_per_node, mem_bw_per_node=mira.mem_bw_per_node)
@@ -245,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="network view: only these partitions (default: all of the scale's); runs saved by "
                          "--checkpoint are shared, so a study can be run a partition size at a time")
     args = ap.parse_args(argv)
+    if args.spread < 1:
+        ap.error(f"--spread must be >= 1, got {args.spread}")
     t0 = time.perf_counter()
     c = h.comm()
     sc, (midplane, sizes, iters, n_jobs, n_seeds, sweep_kind) = h.scaled(args, SCALES)
@@ -280,13 +282,12 @@ def main(argv: list[str] | None = None) -> int:
 
     res, net = {}, {}
     if args.view != "scheduling":
-        if args.spread < 1:
-            ap.error(f"--spread must be >= 1, got {args.spread}")
         kinds_needed = {(s, "torus") for s in sizes} | {(s, k) for s, k in COMPARE if s in sizes}
-        items = [(sc, s, a, k, args.network) + ((i,) if i else ()) for s, k in sorted(kinds_needed)
-                 for a in ("alltoall", "stencil3d") for i in range(args.spread)]
-        res = dict(zip([it[1:4] + (it[5] if len(it) > 5 else 0,) for it in items],
-                       h.deal(items, network_run, c, checkpoint=h.checkpoint(args, f"zhou-network-{sc}"))))
+        keys = [(s, a, k, i) for s, k in sorted(kinds_needed) for a in ("alltoall", "stencil3d")
+                for i in range(args.spread)]
+        # The unperturbed run's item has no sixth element (see network_run).
+        items = [(sc, s, a, k, args.network) + ((i,) if i else ()) for s, a, k, i in keys]
+        res = dict(zip(keys, h.deal(items, network_run, c, checkpoint=h.checkpoint(args, f"zhou-network-{sc}"))))
         rows = []
         for s, k in COMPARE:
             if s not in sizes:
@@ -302,25 +303,26 @@ def main(argv: list[str] | None = None) -> int:
                     fig["ratio_range"] = [h.r4(min(ratios)), h.r4(max(ratios))]
                 busiest = "-"
                 if a == "stencil3d":
-                    fig["busiest_link_flows"] = [halo_link_flows(sc, s, "torus"), halo_link_flows(sc, s, k)]
-                    busiest = "{} / {} = {:.3f}".format(*fig["busiest_link_flows"],
-                                                        fig["busiest_link_flows"][1] / fig["busiest_link_flows"][0])
+                    bt, bk = fig["busiest_link_flows"] = [halo_link_flows(sc, s, "torus"), halo_link_flows(sc, s, k)]
+                    busiest = f"{bt} / {bk} = {bk / bt:.3f}"
                 net[f"{a}@{s // 1024}K/{k}"] = fig
                 row = [f"{s // 1024}K", "x".join(str(b * m) for b, m in zip(PARTITIONS[s], midplane)), a, k,
                        f"{t['runtime'] * 1e6:.1f}", f"{o['runtime'] * 1e6:.1f}", f"{o['runtime'] / t['runtime']:.3f}"]
                 if args.spread > 1:
                     row += [h.fmt_se(fig["ratio_spread"], 4), "{:.4f}-{:.4f}".format(*fig["ratio_range"])]
                 rows.append(row + [busiest, f"{sum(x['cpu_s'] + y['cpu_s'] for x, y in runs):.1f}"])
-        spread = ["ratio, perturbed", "range"] if args.spread > 1 else []
-        h.say(c, "", "network view: runtime alone on a partition (us, one deterministic run each"
-                     + (", unperturbed" if args.spread > 1 else "") + ") and its ratio to the "
-                     "torus partition" + (f"; over {args.spread} runs with every link's bandwidth scaled by "
-                                          "1 + i * 1e-12: the ratio's mean +- standard error and range"
-                                          if args.spread > 1 else "")
-                     + "; busiest link: the most halo flows on one link, torus / kind's, when all exchanges overlap "
-                       "(halo_link_flows: their ratio predicts the halo's)",
-              h.table(rows, ["partition", "routers", "app", "kind", "torus", "kind's", "kind/torus", *spread,
-                             "busiest link", "CPU (s)"]))
+        title = "network view: runtime alone on a partition (us, one deterministic run each"
+        spread = []
+        if args.spread > 1:
+            title += (f", unperturbed) and its ratio to the torus partition; over {args.spread} runs with every "
+                      "link's bandwidth scaled by 1 + i * 1e-12: the ratio's mean +- standard error and range")
+            spread = ["ratio, perturbed", "range"]
+        else:
+            title += ") and its ratio to the torus partition"
+        title += ("; busiest link: the most halo flows on one link, torus / kind's, when all exchanges overlap "
+                  "(halo_link_flows: their ratio predicts the halo's)")
+        h.say(c, "", title, h.table(rows, ["partition", "routers", "app", "kind", "torus", "kind's", "kind/torus",
+                                           *spread, "busiest link", "CPU (s)"]))
 
     got, sched = {}, {}
     if args.view != "network":

@@ -613,12 +613,10 @@ def test_repro_zhou_spread_reruns_every_cell_perturbed(tmp_path):
     assert p.returncode == 2 and "--spread must be >= 1" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_repro_zhou_perturbed_partition_scales_every_link():
-    sys.path.insert(0, str(SCRIPTS))
-    try:
-        import repro_zhou as z
-    finally:
-        sys.path.remove(str(SCRIPTS))
+def test_repro_zhou_perturbed_partition_scales_every_link(monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    import repro_zhou as z
+
     a = z.partition_machine("tiny", 1024, "mesh").topology
     b = z.partition_machine("tiny", 1024, "mesh", 3).topology
     assert np.allclose(b.link_bw / a.link_bw, 1.0 + 3e-12, rtol=0, atol=1e-15) and (b.link_bw != a.link_bw).all()
