@@ -216,6 +216,7 @@ def test_simultaneous_starts_in_any_order_give_the_same_deliveries(monkeypatch, 
     # rates depend on its final flows only.
     monkeypatch.setattr(flow_module, "_LOCAL_MIN", 0)
     monkeypatch.setattr(flow_module, "_NEAR_PART", 1)
+    monkeypatch.setattr(flow_module, "_NEAR_GROUPS", 1 << 30)  # (also where several components change at once)
     topo = FatTree.from_radix(radix=8, levels=3) if family == "fattree-r8" else get_machine(family).topology
     n = topo.n_nodes
     fwd = {s: [((s * 5 + k) % n, 3000 * k + 100, 0) for k in range(1, 5)] for s in range(n)}
@@ -260,6 +261,31 @@ def test_only_the_connected_flows_are_recomputed(monkeypatch):
     st_ = net.stats()
     assert st_.flow_local == 2 and st_.flow_recomputes == 2
     assert [x[0] for x in slog3] == pytest.approx([x[0] for x in slog], rel=1e-12)
+
+
+def test_changes_in_several_components_at_once_are_recomputed_together(monkeypatch):
+    # Two components alike (two flows into node 1, two into node 5, each pair sharing its
+    # ejection link): their starts and ends come at the same instants. One component alone
+    # is solved beside its changes; two at once are recomputed together, by default.
+    monkeypatch.setattr(flow_module, "_LOCAL_MIN", 0)
+    monkeypatch.setattr(flow_module, "_NEAR_PART", 1)
+    topo = FatTree.from_radix(radix=8, levels=2)
+    one = {0: [(1, 50_000, 0)], 2: [(1, 80_000, 0)]}
+    two = {**one, 4: [(5, 50_000, 0)], 6: [(5, 80_000, 0)]}
+    _, net, log1, _ = run_traffic(topo, one, model="flow", o_s=O_S, o_r=O_R)
+    st_ = net.stats()
+    assert st_.flow_recomputes == 0 and st_.flow_local == 4
+    _, net, log2, _ = run_traffic(topo, two, model="flow", o_s=O_S, o_r=O_R)
+    st_ = net.stats()
+    # (Each component's first start, onto idle links, and last end change no other rate.)
+    assert st_.flow_local == 4 and st_.flow_recomputes == 4 and st_.flow_touched == 6
+    monkeypatch.setattr(flow_module, "_NEAR_GROUPS", 2)
+    _, net, log3, _ = run_traffic(topo, two, model="flow", o_s=O_S, o_r=O_R)
+    st_ = net.stats()
+    assert st_.flow_local == 8 and st_.flow_recomputes == 0
+    # The same deliveries every way: node 1's are those of the component alone.
+    assert [x[0] for x in log2] == pytest.approx([x[0] for x in log3], rel=1e-12)
+    assert sorted(x[0] for x in log2 if x[1] in (0, 2)) == pytest.approx(sorted(x[0] for x in log1), rel=1e-12)
 
 
 def _run_flow(topo, msgs, **cfg):
@@ -501,10 +527,11 @@ def test_local_starts_and_ends_keep_the_rates_max_min_fair(monkeypatch, case):
         machine = get_machine(name)
     kw = dict(ranks_per_node=1, network=NetworkConfig(model="flow", **cfg), placement=placement, seed=3, comm=None,
               **args)
-    # (Components this small are recomputed by default, and their regions limited to a
-    # quarter of them.)
+    # (Components this small are recomputed by default, their regions limited to a quarter
+    # of them, and instants that change several components recomputed.)
     monkeypatch.setattr(flow, "_LOCAL_MIN", 0)
     monkeypatch.setattr(flow, "_NEAR_PART", 1)
+    monkeypatch.setattr(flow, "_NEAR_GROUPS", 1 << 30)
     checked = []
     resolve = flow.FlowSolver._resolve
 
