@@ -68,9 +68,10 @@ class NetworkNode(Entity):
         # The topology's route summary when it has one and every link has one latency: the
         # ideal model's paths are then made without their routes (see _ideal_path).
         self._summary = None
+        # The most paths the ideal and flow models cache per rank (a full cache empties).
+        self._path_cap = 8 * net.topology.route_cache_size
         if self._ideal:
             self.net_send = self._net_send_ideal
-            self._path_cap = 8 * net.topology.route_cache_size
             topo = net.topology
             if st.lat_sums is not None and type(topo).route_summary is not Topology.route_summary:
                 self._summary = topo.route_summary
@@ -487,7 +488,13 @@ class NetworkNode(Entity):
                 route = st.topology.route_uncached(self.node, dst)
             path = (route, st.lat_sum(route))
             if ck is not None:
-                st.flow_paths[ck] = path
+                fp = st.flow_paths
+                if len(fp) >= self._path_cap:
+                    # Bounded: an all-to-all's n^2 routes would fill the memory (4,096
+                    # nodes: 16.8 million, about 6 GB), and each of its pairs comes back
+                    # only once per iteration.
+                    fp.clear()
+                fp[ck] = path
         route, sum_lat = path
         nbytes = msg[2]
         st.messages += 1

@@ -66,7 +66,7 @@ class NetState:
         # Cached paths. Ideal model: every path in the order made (see NetworkNode's "ideal
         # model" section: route first, pending bytes fourth), each also in its source node's
         # own dict by destination; path_tables lists the node dicts holding some. Flow model:
-        # (route, sum of latencies) keyed src * n_nodes + dst.
+        # (route, sum of latencies) keyed src * n_nodes + dst. Both bounded (see NetworkNode).
         self.ideal_paths: list[list] = []
         self.path_tables: list[dict] = []
         # True when the nodes make their ideal paths from the topology's route summaries

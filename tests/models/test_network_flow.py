@@ -288,6 +288,23 @@ def test_changes_in_several_components_at_once_are_recomputed_together(monkeypat
     assert sorted(x[0] for x in log2 if x[1] in (0, 2)) == pytest.approx(sorted(x[0] for x in log1), rel=1e-12)
 
 
+@pytest.mark.parametrize("cache_size", [1, 3])
+def test_the_flow_paths_cache_is_bounded_and_changes_nothing(cache_size):
+    # A node caches at most 8 x the topology's route cache of paths (a full cache empties):
+    # an all-to-all's n^2 routes must not fill the memory. The deliveries and byte counts
+    # are those of an unbounded cache.
+    topo = Torus(dims=(4, 3), nodes_per_router=2, cache_size=cache_size)
+    n = topo.n_nodes
+    msgs = {s: [((s + k) % n, 1000 * k, 0) for k in range(1, n)] * 2 for s in range(n)}
+    _, net, log, sent = run_traffic(topo, msgs, model="flow", o_s=O_S, o_r=O_R)
+    cap = 8 * cache_size
+    assert 0 < len(net.state.flow_paths) <= cap < n * (n - 1)
+    _, ref, log_ref, sent_ref = run_traffic(Torus(dims=(4, 3), nodes_per_router=2), msgs, model="flow", o_s=O_S, o_r=O_R)
+    assert len(ref.state.flow_paths) == n * (n - 1)
+    assert log == log_ref and sent == sent_ref
+    assert net.stats().link_bytes.tolist() == ref.stats().link_bytes.tolist()
+
+
 def _run_flow(topo, msgs, **cfg):
     """run_traffic with any NetworkConfig options of the flow model."""
     sim = Simulator(lookahead=network_lookahead(topo))
