@@ -1175,9 +1175,10 @@ _NEAR_SHARE = 16
 _NEAR_PART = 4
 #: ... and only where at most this many components changed at one instant: more are
 #: recomputed together. One iteration of the all-to-all on Zhou's 1K torus, whose steps end
-#: in 2-8 components at once: 48.2 s with region solves there, 41.3 s without (without any
-#: local updates 42.0 s); halos on fattree44 and Zhou's 1K torus, where one component
-#: changes at a time, unchanged.
+#: in 2-8 components at once: 48.2 s with region solves there, 41.3 s without (on the 2K
+#: torus 452.9 s and 335.3 s, as without any local updates: 334.5 s); halos on fattree44 and
+#: Zhou's 1K torus, where one component changes at a time, unchanged; the Mira halo of
+#: bench_apps, whose instants change 8 components of 256-512 flows, 1.50 -> 1.74 s.
 _NEAR_GROUPS = 1
 #: Segments due at most this far after now (relative) end now: a few ulps, far below any
 #: latency (1e-12 of 1 s is 1 ps).

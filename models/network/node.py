@@ -491,7 +491,7 @@ class NetworkNode(Entity):
                 fp = st.flow_paths
                 if len(fp) >= self._path_cap:
                     # Bounded: an all-to-all's n^2 routes would fill the memory (4,096
-                    # nodes: 16.8 million, about 6 GB), and each of its pairs comes back
+                    # nodes: 16.8 million, about 5 GB), and each of its pairs comes back
                     # only once per iteration.
                     fp.clear()
                 fp[ck] = path
