@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--view", default="both", choices=("both", "network", "scheduling"),
                     help="run both views (default) or one of them")
     ap.add_argument("--spread", default=1, type=int, metavar="K",
-                    help="network view: run every cell K times, every link's bandwidth scaled by 1 + i * 1e-12 "
+                    help=f"network view: run every cell K times, every link's bandwidth scaled by 1 + i * {PERTURB:g} "
                          "(i = 0..K-1), and report each ratio's mean +- standard error: the runs are "
                          "deterministic, but an all-to-all off the torus is sensitive to the last digits (default 1)")
     ap.add_argument("--sizes", default=None, type=_sizes, metavar="1K,2K,...",
@@ -289,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         items = [(sc, s, a, k, args.network) + ((i,) if i else ()) for s, a, k, i in keys]
         res = dict(zip(keys, h.deal(items, network_run, c, checkpoint=h.checkpoint(args, f"zhou-network-{sc}"))))
         rows = []
+        busiest_on: dict[tuple[int, str], int] = {}
         for s, k in COMPARE:
             if s not in sizes:
                 continue
@@ -303,7 +304,9 @@ def main(argv: list[str] | None = None) -> int:
                     fig["ratio_range"] = [h.r4(min(ratios)), h.r4(max(ratios))]
                 busiest = "-"
                 if a == "stencil3d":
-                    bt, bk = fig["busiest_link_flows"] = [halo_link_flows(sc, s, "torus"), halo_link_flows(sc, s, k)]
+                    if (s, "torus") not in busiest_on:  # (the torus is compared with two kinds at 4K)
+                        busiest_on[(s, "torus")] = halo_link_flows(sc, s, "torus")
+                    bt, bk = fig["busiest_link_flows"] = [busiest_on[(s, "torus")], halo_link_flows(sc, s, k)]
                     busiest = f"{bt} / {bk} = {bk / bt:.3f}"
                 net[f"{a}@{s // 1024}K/{k}"] = fig
                 row = [f"{s // 1024}K", "x".join(str(b * m) for b, m in zip(PARTITIONS[s], midplane)), a, k,
@@ -315,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         spread = []
         if args.spread > 1:
             title += (f", unperturbed) and its ratio to the torus partition; over {args.spread} runs with every "
-                      "link's bandwidth scaled by 1 + i * 1e-12: the ratio's mean +- standard error and range")
+                      f"link's bandwidth scaled by 1 + i * {PERTURB:g}: the ratio's mean +- standard error and range")
             spread = ["ratio, perturbed", "range"]
         else:
             title += ") and its ratio to the torus partition"
