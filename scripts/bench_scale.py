@@ -15,13 +15,27 @@ interleaved. Per configuration (medians):
   events in flight); ``marginal``: the growth of the peak from the previous rank count, per
   added rank (the fixed costs cancel).
 
-Baseline: the smallest rank count (cost per event should not grow with scale). With
+Baseline: the smallest rank count (cost per event should not grow with scale).
+
+``--floor`` also runs, in the same rounds and at each rank count, the least a greenlet-per-rank
+simulator can do per event, in a fresh process: one greenlet per rank holding a few fields,
+an event heap of float events (as ``pdes.event``), and per event: pop it, switch to its rank,
+which updates its fields, pushes its next event and switches back. The events run in rank
+order (each rank's state in turn, the order most kind to the caches) and, as a second
+figure, in random order. Columns: ``floor us/ev`` (rank order), ``random us/ev``, and
+``bound``: the least ``vs smallest`` this simulator could show if its cost per event grew by
+no more than the floor's (its smallest job's us/event plus the floor's growth, over its
+smallest job's). ``create us`` is the CPU (user + system) of a greenlet's whole life with
+nothing in it (made, switched to once, finished): the first Python frame of a greenlet gets
+a frame-stack chunk of its own from the system, and its end returns it.
+
+With
 ``--baseline-tree PATH`` (another checkout of simhpc, e.g. ``git worktree add /tmp/old
 <commit>``), every configuration also runs from that tree's own ``scripts/bench_scale.py``,
 interleaved in the same rounds, and the table adds its us/msg and the ratio of this tree's
 CPU to it: a change measured side by side with the code it replaces.
 
-Usage: ``python scripts/bench_scale.py [--ranks 1024,4096,16384] [--rounds 3] [--iters 2]
+Usage: ``python scripts/bench_scale.py [--ranks 1024,4096,16384] [--rounds 3] [--iters 2] [--floor]
 [--app allreduce|pairs|...] [--baseline-tree PATH]``.
 The last line of output is one JSON object.
 """
@@ -74,6 +88,73 @@ def child(a: argparse.Namespace, ranks: int) -> None:
                       "run_cpu_s": cpu, "base_mib": base, "peak_mib": peak}))
 
 
+FLOOR_EVENTS_PER_RANK = 40  # events per rank in the floor's loop
+
+
+def floor_child(ranks: int, per_rank: int) -> None:
+    """The floor of ``--floor`` for ``ranks`` ranks (see the module docstring); prints one JSON line."""
+    import random
+    from heapq import heappop, heappush
+
+    from greenlet import getcurrent, greenlet
+
+    class Ev(float):  # pdes.event.Event's shape: a float with slots
+        __slots__ = ("key", "rank")
+
+    class Rank:
+        __slots__ = ("g", "sent", "got", "last")
+
+    def body(r: Rank) -> None:
+        while True:
+            r.sent += 1
+            r.got = r.last
+            back()
+
+    out: dict = {"ranks": ranks}
+    for order in ("rank", "random"):
+        hub = getcurrent()
+        back = hub.switch
+        rs = []
+        for _ in range(ranks):
+            r = Rank()
+            r.sent = r.got = r.last = 0
+            r.g = greenlet(body)
+            rs.append(r)
+        for r in rs:
+            r.g.switch(r)
+        rng = random.Random(1)
+        heap: list = []
+
+        def push(t: float, i: int) -> None:
+            e = Ev(t)
+            e.key = i
+            e.rank = rs[i]
+            heappush(heap, e)
+
+        for i in range(ranks):
+            push(i * 1e-9 if order == "rank" else rng.random(), i)
+        n = per_rank * ranks
+        c0 = time.process_time()
+        for _ in range(n):
+            e = heappop(heap)
+            r = e.rank
+            r.last = e.key
+            r.g.switch()
+            push(e + (1.0 if order == "rank" else rng.random()), e.key)
+        out[f"{order}_us_per_event"] = (time.process_time() - c0) / n * 1e6
+        for r in rs:
+            r.g.throw()  # end every rank (GreenletExit) before the next order
+    gs = [greenlet(lambda: None) for _ in range(ranks)]
+    # (getrusage, not os.times: its clock ticks are 10 ms)
+    t0 = resource.getrusage(resource.RUSAGE_SELF)
+    for g in gs:
+        g.switch()
+    t1 = resource.getrusage(resource.RUSAGE_SELF)
+    out["create_us"] = (t1.ru_utime + t1.ru_stime - t0.ru_utime - t0.ru_stime) / ranks * 1e6
+    out["create_sys_us"] = (t1.ru_stime - t0.ru_stime) / ranks * 1e6
+    print(json.dumps(out))
+
+
 def main() -> None:
     ap = h.parser(__doc__, rounds=3)
     ap.add_argument("--ranks", default="1024,4096,16384")
@@ -84,10 +165,16 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=2)
     ap.add_argument("--baseline-tree", default=None,
                     help="another checkout of simhpc to run side by side (its scripts/bench_scale.py)")
+    ap.add_argument("--floor", action="store_true",
+                    help="also measure the greenlet-per-rank floor at each rank count (see above)")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--floor-child", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         child(a, a.child)
+        return
+    if a.floor_child:
+        floor_child(a.floor_child, FLOOR_EVENTS_PER_RANK)
         return
     sizes = sorted(int(r) for r in a.ranks.split(","))
     opts = ["--machine", a.machine, "--app", a.app, "--network", a.network, "--nbytes", str(a.nbytes), "--iters", str(a.iters)]
@@ -97,16 +184,23 @@ def main() -> None:
         if not other.is_file():
             sys.exit(f"bench_scale: --baseline-tree {a.baseline_tree}: no scripts/bench_scale.py there")
         trees["baseline"] = [sys.executable, str(other)] + opts
+    if a.floor:
+        trees["floor"] = [sys.executable, __file__]
     all_runs: dict[str, dict[int, list[dict]]] = {t: {n: [] for n in sizes} for t in trees}
     runs = all_runs["this"]
     for rnd in range(a.rounds):
         for n in sizes:
             for tree, cmd in trees.items():
-                p = subprocess.run(cmd + ["--child", str(n)], capture_output=True, text=True)
+                p = subprocess.run(cmd + ["--floor-child" if tree == "floor" else "--child", str(n)],
+                                   capture_output=True, text=True)
                 if p.returncode != 0:
                     sys.exit(f"bench_scale: {n} ranks failed ({tree} tree):\n{p.stderr}")
                 r = h.last_json(p.stdout)
                 all_runs[tree][n].append(r)
+                if tree == "floor":
+                    print(f"  round {rnd + 1}/{a.rounds} {n:>6} ranks, floor: {r['rank_us_per_event']:.3f} us/event "
+                          f"(random order {r['random_us_per_event']:.3f})", file=sys.stderr)
+                    continue
                 print(f"  round {rnd + 1}/{a.rounds} {n:>6} ranks, {tree} tree: {r['run_cpu_s']:.2f} s run CPU, "
                       f"peak {r['peak_mib']:.0f} MiB", file=sys.stderr)
     rows, out = [], {}
@@ -136,6 +230,17 @@ def main() -> None:
             out[str(n)].update({"baseline_run_cpu_s": h.r4(bcpu), "baseline_us_per_message": h.r4(bcpu / bmsgs * 1e6),
                                 "baseline_events": b[0]["events"], "cpu_vs_baseline": h.r4(ratio)})
             row += [f"{bcpu / bmsgs * 1e6:.2f}", f"{ratio:.2f}"]
+        if "floor" in trees:
+            f = all_runs["floor"]
+            fl = {k: h.median(r[k] for r in f[n]) for k in ("rank_us_per_event", "random_us_per_event", "create_us", "create_sys_us")}
+            f0 = h.median(r["rank_us_per_event"] for r in f[sizes[0]])
+            bound = (first + fl["rank_us_per_event"] - f0) / first
+            out[str(n)].update({"floor_us_per_event": h.r4(fl["rank_us_per_event"]),
+                                "floor_random_us_per_event": h.r4(fl["random_us_per_event"]),
+                                "floor_vs_smallest": h.r4(fl["rank_us_per_event"] / f0), "bound_vs_smallest": h.r4(bound),
+                                "greenlet_life_us": h.r4(fl["create_us"]), "greenlet_life_sys_us": h.r4(fl["create_sys_us"])})
+            row += [f"{fl['rank_us_per_event']:.3f}", f"{fl['random_us_per_event']:.3f}", f"{bound:.2f}",
+                    f"{fl['create_us']:.1f} ({fl['create_sys_us']:.1f} sys)"]
         rows.append(row)
     size = f"{a.nbytes} B" if a.app == "allreduce" else "its default size"
     print(f"{a.app} ({size}, {a.iters} iterations) on {a.machine}, {a.network} network, one rank per node; "
@@ -144,9 +249,12 @@ def main() -> None:
     heads = ["ranks", "events", "messages", "run cpu s", "us/event", "us/msg", "vs smallest", "peak MiB", "KiB/rank", "marginal"]
     if "baseline" in trees:
         heads += ["baseline us/msg", "cpu vs baseline"]
+    if a.floor:
+        heads += ["floor us/ev", "random us/ev", "bound", "create us"]
     print(h.table(rows, heads))
     h.emit({"bench": "scale", "machine": a.machine, "app": a.app, "network": a.network, "iters": a.iters,
-            "rounds": a.rounds, "baseline": f"{sizes[0]} ranks", "baseline_tree": a.baseline_tree, "results": out})
+            "rounds": a.rounds, "baseline": f"{sizes[0]} ranks", "baseline_tree": a.baseline_tree,
+            "floor_events_per_rank": FLOOR_EVENTS_PER_RANK if a.floor else None, "results": out})
 
 
 if __name__ == "__main__":

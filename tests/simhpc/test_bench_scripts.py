@@ -186,12 +186,18 @@ def test_bench_gym_times_the_same_schedules():
 
 
 def test_bench_scale_reports_cost_and_memory_per_rank():
-    text, res = _run(str(SCRIPTS / "bench_scale.py"), "--machine", "tiny-torus", "--ranks", "16,64", "--rounds", "1")
+    text, res = _run(str(SCRIPTS / "bench_scale.py"), "--machine", "tiny-torus", "--ranks", "16,64", "--rounds", "1",
+                     "--floor")
     r16, r64 = res["results"]["16"], res["results"]["64"]
     # An allreduce by recursive doubling: more ranks, more events and messages per rank.
     assert r64["events"] > 4 * r16["events"] > 0 and r64["messages"] > 4 * r16["messages"]
     assert r16["per_event_vs_smallest"] == 1.0 and r64["us_per_event"] > 0 and r64["peak_mib"] > 0
     assert "KiB/rank" in text and res["baseline"] == "16 ranks"
+    # The greenlet-per-rank floor, at the same rank counts: its bound is relative to the
+    # smallest job (1 there).
+    assert r16["bound_vs_smallest"] == 1.0 and r16["floor_vs_smallest"] == 1.0
+    assert r64["floor_us_per_event"] > 0 and r64["floor_random_us_per_event"] > 0 and r64["greenlet_life_us"] >= 0
+    assert "floor us/ev" in text and res["floor_events_per_rank"] == 40
 
 
 def test_harness_compiles_a_trees_packages_for_the_timed_children(tmp_path):
