@@ -89,6 +89,19 @@ def wraps(blocks: tuple[int, ...], kind: str) -> tuple[bool, ...]:
 PERTURB = 1e-12
 
 
+#: Ratios of perturbed runs within this relative distance count as one outcome (--spread):
+#: a perturbation moves every time by about PERTURB, and only a changed decision (which
+#: flows end first) moves a runtime by more.
+OUTCOME_TOL = 1e-9
+
+
+def outcomes(xs: list[float], rel: float = OUTCOME_TOL) -> int:
+    """The number of distinct values of ``xs``, values within ``rel`` (relative) of the
+    previous one in sorted order counting as the same."""
+    ys = sorted(xs)
+    return sum(1 for a, b in zip([None] + ys, ys) if a is None or b - a > rel * abs(b))
+
+
 def partition_machine(scale: str, size: int, kind: str, perturb: int = 0):
     """The partition as a machine of its own; ``perturb`` = i scales every link's bandwidth by
     1 + i * PERTURB (a change of the last digits, see --spread)."""
@@ -302,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
                     ratios = [y["runtime"] / x["runtime"] for x, y in runs]
                     fig["ratio_spread"] = h.mean_se(ratios)
                     fig["ratio_range"] = [h.r4(min(ratios)), h.r4(max(ratios))]
+                    fig["ratio_outcomes"] = outcomes(ratios)
                 busiest = "-"
                 if a == "stencil3d":
                     if (s, "torus") not in busiest_on:  # (the torus is compared with two kinds at 4K)
@@ -312,14 +326,17 @@ def main(argv: list[str] | None = None) -> int:
                 row = [f"{s // 1024}K", "x".join(str(b * m) for b, m in zip(PARTITIONS[s], midplane)), a, k,
                        f"{t['runtime'] * 1e6:.1f}", f"{o['runtime'] * 1e6:.1f}", f"{o['runtime'] / t['runtime']:.3f}"]
                 if args.spread > 1:
-                    row += [h.fmt_se(fig["ratio_spread"], 4), "{:.4f}-{:.4f}".format(*fig["ratio_range"])]
+                    row += [h.fmt_se(fig["ratio_spread"], 4), "{:.4f}-{:.4f}".format(*fig["ratio_range"]),
+                            fig["ratio_outcomes"]]
                 rows.append(row + [busiest, f"{sum(x['cpu_s'] + y['cpu_s'] for x, y in runs):.1f}"])
         title = "network view: runtime alone on a partition (us, one deterministic run each"
         spread = []
         if args.spread > 1:
             title += (f", unperturbed) and its ratio to the torus partition; over {args.spread} runs with every "
-                      f"link's bandwidth scaled by 1 + i * {PERTURB:g}: the ratio's mean +- standard error and range")
-            spread = ["ratio, perturbed", "range"]
+                      f"link's bandwidth scaled by 1 + i * {PERTURB:g}: the ratio's mean +- standard error, range, and "
+                      f"outcomes (ratios that differ by more than {OUTCOME_TOL:g} relative: neighbouring perturbations "
+                      "often change no rounding that matters)")
+            spread = ["ratio, perturbed", "range", "outcomes"]
         else:
             title += ") and its ratio to the torus partition"
         title += ("; busiest link: the most halo flows on one link, torus / kind's, when all exchanges overlap "

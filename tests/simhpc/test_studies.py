@@ -608,9 +608,24 @@ def test_repro_zhou_spread_reruns_every_cell_perturbed(tmp_path):
     for cell, fig in got.items():
         assert fig["ratio"] == plain[cell]["ratio"] and "ratio_spread" not in plain[cell]
         assert fig["ratio_spread"]["n"] == 3 and fig["ratio_range"][0] <= fig["ratio_spread"]["mean"] <= fig["ratio_range"][1]
-    assert "ratio, perturbed" in p.stdout
+        assert 1 <= fig["ratio_outcomes"] <= 3
+        if fig["ratio_range"][0] == fig["ratio_range"][1]:
+            assert fig["ratio_outcomes"] == 1
+    assert "ratio, perturbed" in p.stdout and "outcomes" in p.stdout
     p = subprocess.run([*cmd, "--spread", "0"], capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 2 and "--spread must be >= 1" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_repro_zhou_outcomes_count_ratios_apart_by_more_than_the_tolerance(monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    import repro_zhou as z
+
+    # Runs a perturbation apart (about 1e-12) are one outcome; a changed decision is another.
+    assert z.outcomes([1.2, 1.2 * (1 + 1e-12), 1.2 * (1 - 3e-12)]) == 1
+    assert z.outcomes([1.2, 1.2 * (1 + 1e-12), 1.21, 1.19, 1.21]) == 3
+    assert z.outcomes([1.0]) == 1
+    # Chains of close values are measured from each value to the next, in sorted order.
+    assert z.outcomes([1.0, 1.0 + 6e-10, 1.0 + 1.2e-9]) == 1 and z.outcomes([1.0, 1.0 + 2e-9]) == 2
 
 
 def test_repro_zhou_perturbed_partition_scales_every_link(monkeypatch):
