@@ -156,8 +156,10 @@ def network_run(item):
     else:
         args, mapping = {"face_bytes": STENCIL_FACE, "iters": iters[1]}, "topology"
     t = time.process_time()
+    # Sequential (comm=None): under mpirun, h.deal gives each rank its own items, and the
+    # default comm ("auto") would join the ranks' different items into one parallel run.
     r = run_app(m, app, m.n_nodes, ranks_per_node=1, network=NetworkConfig(model=model), hot_links=0, app_args=args,
-                mapping=mapping)
+                mapping=mapping, comm=None)
     return {"runtime": r.runtime, "events": r.events, "cpu_s": time.process_time() - t}
 
 
