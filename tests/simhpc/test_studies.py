@@ -8,6 +8,7 @@ import importlib.util
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -505,6 +506,42 @@ def test_repro_tiny_mode_prints_a_table_and_json(name, tmp_path):
             assert cfg["series"][0]["vs_one_job"] == {"mean": 1.0, "se": 0.0, "n": 2}
             assert all(x["runtime_us"]["n"] == 2 for x in cfg["series"])
         assert all(x["slowdown"]["mean"] == 1.0 for x in fig["configs"]["1MiB/16"]["series"])
+
+
+MPIRUN = shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
+TINY_UNDER_MPIRUN = {
+    "repro_zhou-network": ["repro_zhou", "--view", "network", "--sizes", "1K"],
+    "repro_zhou-scheduling": ["repro_zhou", "--view", "scheduling"],
+    "repro_obaida_liu": ["repro_obaida_liu"], "repro_pollard": ["repro_pollard"],
+    "repro_albing": ["repro_albing"], "repro_jigsaw": ["repro_jigsaw"],
+}
+
+
+def _figures(fig):
+    """A script's JSON figures without its CPU and wall times (which no two runs share)."""
+    if isinstance(fig, dict):
+        return {k: _figures(v) for k, v in fig.items() if not (k.startswith("cpu_s") or k == "wall_s")}
+    if isinstance(fig, list):
+        return [_figures(v) for v in fig]
+    return fig
+
+
+@pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install '.[mpi]')")
+@pytest.mark.parametrize("case", sorted(TINY_UNDER_MPIRUN))
+def test_repro_tiny_under_mpirun_gives_the_sequential_figures(case, tmp_path):
+    """Under mpirun each rank runs its share of the script's runs, each one sequentially:
+    the figures are the sequential run's (a run that joined the ranks' different runs into
+    one parallel simulation gave one cell another cell's runtimes)."""
+    name, *extra = TINY_UNDER_MPIRUN[case]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, str(SCRIPTS / f"{name}.py"), "--tiny", *extra]
+    figs = []
+    for launch, out in (([], "seq"), ([MPIRUN, "-n", "2"], "mpi")):
+        p = subprocess.run([*launch, *cmd, "--out", str(tmp_path / out)], capture_output=True, text=True, env=env,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr
+        figs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    assert _figures(figs[1]) == _figures(figs[0])
 
 
 # Each --scale full setup is built (machines, workloads, partitions) and printed, not simulated.
