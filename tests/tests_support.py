@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from pathlib import Path
 
 from models.network import Network, NetworkConfig, NetworkNode, network_lookahead
 from pdes import Simulator
+
+
+#: The mpirun beside this Python (the mpich wheel's), else the one on PATH; None without one.
+MPIRUN = shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
 
 
 class Probe(NetworkNode):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -26,6 +25,7 @@ from pdes import (
     UnknownEntityError,
     UnknownServiceError,
 )
+from tests_support import MPIRUN
 
 
 class Recorder(Entity):
@@ -697,7 +697,6 @@ def test_sequential_runs_never_import_mpi4py():
     assert out.stdout.strip() == "False"
 
 
-MPIRUN = shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
 
 
 @pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install '.[mpi]')")

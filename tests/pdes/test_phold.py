@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 from pdes.examples.phold import PholdParams, _renewal_count, lp_digests, run, run_digest
+from tests_support import MPIRUN
 
 
 @pytest.mark.parametrize("style", ["service", "process"])
@@ -72,7 +71,6 @@ def test_windowed_loop_on_one_rank_equals_sequential_loop():
     assert st2.windows > 0 and st1.windows == 0
 
 
-MPIRUN = shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
 
 
 @pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install '.[mpi]')")

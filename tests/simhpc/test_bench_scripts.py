@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests_support import MPIRUN
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-MPIRUN = shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
 
 
 def _run(*argv: str) -> tuple[str, dict]:

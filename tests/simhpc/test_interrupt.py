@@ -9,7 +9,6 @@ calls). The commands are started as real processes and signalled as a terminal w
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+from tests_support import MPIRUN
 
-MPIRUN = shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
 try:
     import mpi4py  # noqa: F401
 

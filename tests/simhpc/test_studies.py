@@ -8,7 +8,6 @@ import importlib.util
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ from simhpc.studies import (
     write_study,
 )
 from simhpc.studies.hdf5 import StudyFileError
+from tests_support import MPIRUN
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
@@ -508,7 +508,6 @@ def test_repro_tiny_mode_prints_a_table_and_json(name, tmp_path):
         assert all(x["slowdown"]["mean"] == 1.0 for x in fig["configs"]["1MiB/16"]["series"])
 
 
-MPIRUN = shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
 TINY_UNDER_MPIRUN = {
     "repro_zhou-network": ["repro_zhou", "--view", "network", "--sizes", "1K"],
     "repro_zhou-scheduling": ["repro_zhou", "--view", "scheduling"],
