@@ -336,8 +336,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.spread > 1:
             title += (f", unperturbed) and its ratio to the torus partition; over {args.spread} runs with every "
                       f"link's bandwidth scaled by 1 + i * {PERTURB:g}: the ratio's mean +- standard error, range, and "
-                      f"outcomes (ratios that differ by more than {OUTCOME_TOL:g} relative: neighbouring perturbations "
-                      "often change no rounding that matters)")
+                      f"outcomes (ratios that differ by more than {OUTCOME_TOL:g} relative; 1 where no perturbation "
+                      "changed a decision of the run, so that its spread is that of one outcome)")
             spread = ["ratio, perturbed", "range", "outcomes"]
         else:
             title += ") and its ratio to the torus partition"
