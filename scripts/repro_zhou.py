@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         items = [(sc, s, a, k, args.network) + ((i,) if i else ()) for s, a, k, i in keys]
         res = dict(zip(keys, h.deal(items, network_run, c, checkpoint=h.checkpoint(args, f"zhou-network-{sc}"))))
         rows = []
-        busiest_on: dict[tuple[int, str], int] = {}
+        torus_busiest: dict[int, int] = {}  # by size: the torus is compared with two kinds at 4K
         for s, k in COMPARE:
             if s not in sizes:
                 continue
@@ -320,9 +320,9 @@ def main(argv: list[str] | None = None) -> int:
                     fig["ratio_outcomes"] = outcomes(ratios)
                 busiest = "-"
                 if a == "stencil3d":
-                    if (s, "torus") not in busiest_on:  # (the torus is compared with two kinds at 4K)
-                        busiest_on[(s, "torus")] = halo_link_flows(sc, s, "torus")
-                    bt, bk = fig["busiest_link_flows"] = [busiest_on[(s, "torus")], halo_link_flows(sc, s, k)]
+                    if s not in torus_busiest:
+                        torus_busiest[s] = halo_link_flows(sc, s, "torus")
+                    bt, bk = fig["busiest_link_flows"] = [torus_busiest[s], halo_link_flows(sc, s, k)]
                     busiest = f"{bt} / {bk} = {bk / bt:.3f}"
                 net[f"{a}@{s // 1024}K/{k}"] = fig
                 row = [f"{s // 1024}K", "x".join(str(b * m) for b, m in zip(PARTITIONS[s], midplane)), a, k,

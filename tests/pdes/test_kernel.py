@@ -697,8 +697,6 @@ def test_sequential_runs_never_import_mpi4py():
     assert out.stdout.strip() == "False"
 
 
-
-
 @pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install '.[mpi]')")
 def test_uncaught_error_outside_a_run_aborts_every_rank(tmp_path):
     # Rank 1 fails while building its model; rank 0 is already waiting in the first window's

@@ -71,8 +71,6 @@ def test_windowed_loop_on_one_rank_equals_sequential_loop():
     assert st2.windows > 0 and st1.windows == 0
 
 
-
-
 @pytest.mark.skipif(MPIRUN is None, reason="mpirun not installed (pip install '.[mpi]')")
 @pytest.mark.parametrize("ranks", [3])
 def test_phold_digest_identical_under_mpirun_with_odd_rank_count(ranks):
