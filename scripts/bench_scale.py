@@ -29,13 +29,20 @@ smallest job's). ``create us`` is the CPU (user + system) of a greenlet's whole 
 nothing in it (made, switched to once, finished): the first Python frame of a greenlet gets
 a frame-stack chunk of its own from the system, and its end returns it.
 
+``--floor-shape DEPTH,OBJECTS`` (with ``--floor``) also runs, in the same rounds, a floor of a
+message's shape: each rank blocks ``DEPTH`` Python frames deep (a rank here blocks in its app,
+the MPI call, the wait and the kernel's block: about 6) and touches ``OBJECTS`` small objects
+of its own per event, made one of each rank in turn so that a rank's objects lie among the
+other ranks' (as the MPI state, node, job part, dictionaries and path a message touches do).
+Columns ``shaped us/ev``, ``shaped random`` and ``shaped bound``, as the floor's.
+
 With
 ``--baseline-tree PATH`` (another checkout of simhpc, e.g. ``git worktree add /tmp/old
 <commit>``), every configuration also runs from that tree's own ``scripts/bench_scale.py``,
 interleaved in the same rounds, and the table adds its us/msg and the ratio of this tree's
 CPU to it: a change measured side by side with the code it replaces.
 
-Usage: ``python scripts/bench_scale.py [--ranks 1024,4096,16384] [--rounds 3] [--iters 2] [--floor]
+Usage: ``python scripts/bench_scale.py [--ranks 1024,4096,16384] [--rounds 3] [--iters 2] [--floor [--floor-shape 6,16]]
 [--app allreduce|pairs|...] [--baseline-tree PATH]``.
 The last line of output is one JSON object.
 """
@@ -91,8 +98,12 @@ def child(a: argparse.Namespace, ranks: int) -> None:
 FLOOR_EVENTS_PER_RANK = 40  # events per rank in the floor's loop
 
 
-def floor_child(ranks: int, per_rank: int) -> None:
-    """The floor of ``--floor`` for ``ranks`` ranks (see the module docstring); prints one JSON line."""
+def floor_child(ranks: int, per_rank: int, depth: int = 1, objects: int = 0) -> None:
+    """The floor of ``--floor`` for ``ranks`` ranks (see the module docstring); prints one JSON line.
+
+    ``depth`` and ``objects`` give it the shape of ``--floor-shape``: each rank blocks
+    ``depth`` Python frames deep and touches ``objects`` small objects of its own per event.
+    """
     import random
     from heapq import heappop, heappush
 
@@ -102,13 +113,30 @@ def floor_child(ranks: int, per_rank: int) -> None:
         __slots__ = ("key", "rank")
 
     class Rank:
-        __slots__ = ("g", "sent", "got", "last")
+        __slots__ = ("g", "sent", "got", "last", "objs")
+
+    class Obj:
+        __slots__ = ("n",)
+
+    def block(d: int) -> None:
+        if d > 1:
+            block(d - 1)
+            return
+        back()
 
     def body(r: Rank) -> None:
+        if depth == 1 and not objects:
+            while True:
+                r.sent += 1
+                r.got = r.last
+                back()
+        objs = r.objs
         while True:
             r.sent += 1
             r.got = r.last
-            back()
+            for o in objs:
+                o.n += 1
+            block(depth)
 
     out: dict = {"ranks": ranks}
     for order in ("rank", "random"):
@@ -118,8 +146,16 @@ def floor_child(ranks: int, per_rank: int) -> None:
         for _ in range(ranks):
             r = Rank()
             r.sent = r.got = r.last = 0
+            r.objs = []
             r.g = greenlet(body)
             rs.append(r)
+        # Made one of each rank in turn, as the ranks' own objects are (at launch, and at
+        # each message), so that a rank's objects lie apart, among the other ranks'.
+        for _ in range(objects):
+            for r in rs:
+                o = Obj()
+                o.n = 0
+                r.objs.append(o)
         for r in rs:
             r.g.switch(r)
         rng = random.Random(1)
@@ -168,14 +204,20 @@ def main() -> None:
     ap.add_argument("--floor", action="store_true",
                     help="also measure the greenlet-per-rank floor at each rank count (see above)")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--floor-shape", default=None, metavar="DEPTH,OBJECTS",
+                    help="with --floor, also a floor of a message's shape: each rank blocks DEPTH frames deep "
+                         "and touches OBJECTS small objects of its own per event (see above)")
     ap.add_argument("--floor-child", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         child(a, a.child)
         return
+    shape = _shape(a.floor_shape) if a.floor_shape is not None else None
     if a.floor_child:
-        floor_child(a.floor_child, FLOOR_EVENTS_PER_RANK)
+        floor_child(a.floor_child, FLOOR_EVENTS_PER_RANK, *(shape or (1, 0)))
         return
+    if shape is not None and not a.floor:
+        sys.exit("bench_scale: --floor-shape needs --floor")
     sizes = sorted(int(r) for r in a.ranks.split(","))
     opts = ["--machine", a.machine, "--app", a.app, "--network", a.network, "--nbytes", str(a.nbytes), "--iters", str(a.iters)]
     trees = {"this": [sys.executable, __file__] + opts}
@@ -186,19 +228,22 @@ def main() -> None:
         trees["baseline"] = [sys.executable, str(other)] + opts
     if a.floor:
         trees["floor"] = [sys.executable, __file__]
+    if shape is not None:
+        trees["shaped"] = [sys.executable, __file__, "--floor-shape", f"{shape[0]},{shape[1]}"]
     all_runs: dict[str, dict[int, list[dict]]] = {t: {n: [] for n in sizes} for t in trees}
     runs = all_runs["this"]
     for rnd in range(a.rounds):
         for n in sizes:
             for tree, cmd in trees.items():
-                p = subprocess.run(cmd + ["--floor-child" if tree == "floor" else "--child", str(n)],
+                floorish = tree in ("floor", "shaped")
+                p = subprocess.run(cmd + ["--floor-child" if floorish else "--child", str(n)],
                                    capture_output=True, text=True)
                 if p.returncode != 0:
                     sys.exit(f"bench_scale: {n} ranks failed ({tree} tree):\n{p.stderr}")
                 r = h.last_json(p.stdout)
                 all_runs[tree][n].append(r)
-                if tree == "floor":
-                    print(f"  round {rnd + 1}/{a.rounds} {n:>6} ranks, floor: {r['rank_us_per_event']:.3f} us/event "
+                if floorish:
+                    print(f"  round {rnd + 1}/{a.rounds} {n:>6} ranks, {tree} floor: {r['rank_us_per_event']:.3f} us/event "
                           f"(random order {r['random_us_per_event']:.3f})", file=sys.stderr)
                     continue
                 print(f"  round {rnd + 1}/{a.rounds} {n:>6} ranks, {tree} tree: {r['run_cpu_s']:.2f} s run CPU, "
@@ -241,6 +286,16 @@ def main() -> None:
                                 "greenlet_life_us": h.r4(fl["create_us"]), "greenlet_life_sys_us": h.r4(fl["create_sys_us"])})
             row += [f"{fl['rank_us_per_event']:.3f}", f"{fl['random_us_per_event']:.3f}", f"{bound:.2f}",
                     f"{fl['create_us']:.1f} ({fl['create_sys_us']:.1f} sys)"]
+        if "shaped" in trees:
+            f = all_runs["shaped"]
+            sr = {k: h.median(r[k] for r in f[n]) for k in ("rank_us_per_event", "random_us_per_event")}
+            s0 = h.median(r["rank_us_per_event"] for r in f[sizes[0]])
+            sbound = (first + sr["rank_us_per_event"] - s0) / first
+            out[str(n)].update({"shaped_us_per_event": h.r4(sr["rank_us_per_event"]),
+                                "shaped_random_us_per_event": h.r4(sr["random_us_per_event"]),
+                                "shaped_vs_smallest": h.r4(sr["rank_us_per_event"] / s0),
+                                "shaped_bound_vs_smallest": h.r4(sbound)})
+            row += [f"{sr['rank_us_per_event']:.3f}", f"{sr['random_us_per_event']:.3f}", f"{sbound:.2f}"]
         rows.append(row)
     size = f"{a.nbytes} B" if a.app == "allreduce" else "its default size"
     print(f"{a.app} ({size}, {a.iters} iterations) on {a.machine}, {a.network} network, one rank per node; "
@@ -251,10 +306,24 @@ def main() -> None:
         heads += ["baseline us/msg", "cpu vs baseline"]
     if a.floor:
         heads += ["floor us/ev", "random us/ev", "bound", "create us"]
+    if shape is not None:
+        heads += ["shaped us/ev", "shaped random", "shaped bound"]
     print(h.table(rows, heads))
     h.emit({"bench": "scale", "machine": a.machine, "app": a.app, "network": a.network, "iters": a.iters,
             "rounds": a.rounds, "baseline": f"{sizes[0]} ranks", "baseline_tree": a.baseline_tree,
-            "floor_events_per_rank": FLOOR_EVENTS_PER_RANK if a.floor else None, "results": out})
+            "floor_events_per_rank": FLOOR_EVENTS_PER_RANK if a.floor else None,
+            "floor_shape": {"depth": shape[0], "objects": shape[1]} if shape is not None else None, "results": out})
+
+
+def _shape(text: str) -> tuple[int, int]:
+    """``--floor-shape``'s DEPTH,OBJECTS: a depth >= 1 and a number of objects >= 0."""
+    try:
+        depth, objects = (int(x) for x in text.split(","))
+    except ValueError:
+        sys.exit(f"bench_scale: --floor-shape {text!r}: give DEPTH,OBJECTS, two whole numbers (e.g. 6,16)")
+    if depth < 1 or objects < 0:
+        sys.exit(f"bench_scale: --floor-shape {text!r}: DEPTH must be >= 1 and OBJECTS >= 0")
+    return depth, objects
 
 
 if __name__ == "__main__":

@@ -185,7 +185,7 @@ def test_bench_gym_times_the_same_schedules():
 
 def test_bench_scale_reports_cost_and_memory_per_rank():
     text, res = _run(str(SCRIPTS / "bench_scale.py"), "--machine", "tiny-torus", "--ranks", "16,64", "--rounds", "1",
-                     "--floor")
+                     "--floor", "--floor-shape", "3,4")
     r16, r64 = res["results"]["16"], res["results"]["64"]
     # An allreduce by recursive doubling: more ranks, more events and messages per rank.
     assert r64["events"] > 4 * r16["events"] > 0 and r64["messages"] > 4 * r16["messages"]
@@ -196,6 +196,19 @@ def test_bench_scale_reports_cost_and_memory_per_rank():
     assert r16["bound_vs_smallest"] == 1.0 and r16["floor_vs_smallest"] == 1.0
     assert r64["floor_us_per_event"] > 0 and r64["floor_random_us_per_event"] > 0 and r64["greenlet_life_us"] >= 0
     assert "floor us/ev" in text and res["floor_events_per_rank"] == 40
+    # The floor of a message's shape (3 frames deep, 4 objects of its own per event), beside it.
+    assert res["floor_shape"] == {"depth": 3, "objects": 4} and "shaped random" in text
+    assert r16["shaped_bound_vs_smallest"] == 1.0 and r16["shaped_vs_smallest"] == 1.0
+    assert r64["shaped_us_per_event"] > 0 and r64["shaped_random_us_per_event"] > 0
+
+
+def test_bench_scale_refuses_a_bad_floor_shape():
+    for bad, says in (("6", "two whole numbers"), ("0,3", "DEPTH must be >= 1"), ("2,-1", "OBJECTS >= 0")):
+        p = subprocess.run([sys.executable, str(SCRIPTS / "bench_scale.py"), "--floor", "--floor-shape", bad],
+                           capture_output=True, text=True)
+        assert p.returncode != 0 and says in p.stderr, (bad, p.stderr)
+    p = subprocess.run([sys.executable, str(SCRIPTS / "bench_scale.py"), "--floor-shape", "2,2"], capture_output=True, text=True)
+    assert p.returncode != 0 and "needs --floor" in p.stderr
 
 
 def test_harness_compiles_a_trees_packages_for_the_timed_children(tmp_path):
