@@ -30,8 +30,9 @@ nothing in it (made, switched to once, finished): the first Python frame of a gr
 a frame-stack chunk of its own from the system, and its end returns it.
 
 ``--floor-shape DEPTH,OBJECTS`` (with ``--floor``) also runs, in the same rounds, a floor of a
-message's shape: each rank blocks ``DEPTH`` Python frames deep (a rank here blocks in its app,
-the MPI call, the wait and the kernel's block: about 6) and touches ``OBJECTS`` small objects
+message's shape: each rank blocks ``DEPTH`` Python frames deep (a rank of the allreduce here
+goes through 6 frames per message: from its collective's loop through ``sendrecv``, the wait,
+``hibernate`` and the kernel's block, 10 deep in all) and touches ``OBJECTS`` small objects
 of its own per event, made one of each rank in turn so that a rank's objects lie among the
 other ranks' (as the MPI state, node, job part, dictionaries and path a message touches do).
 Columns ``shaped us/ev``, ``shaped random`` and ``shaped bound``, as the floor's.
