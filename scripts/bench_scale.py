@@ -127,6 +127,7 @@ def floor_child(ranks: int, per_rank: int, depth: int = 1, objects: int = 0) -> 
 
     def body(r: Rank) -> None:
         if depth == 1 and not objects:
+            # The plain floor's loop, as it was before shapes existed: its figures stay comparable.
             while True:
                 r.sent += 1
                 r.got = r.last
@@ -244,7 +245,8 @@ def main() -> None:
                 r = h.last_json(p.stdout)
                 all_runs[tree][n].append(r)
                 if floorish:
-                    print(f"  round {rnd + 1}/{a.rounds} {n:>6} ranks, {tree} floor: {r['rank_us_per_event']:.3f} us/event "
+                    label = "floor" if tree == "floor" else "shaped floor"
+                    print(f"  round {rnd + 1}/{a.rounds} {n:>6} ranks, {label}: {r['rank_us_per_event']:.3f} us/event "
                           f"(random order {r['random_us_per_event']:.3f})", file=sys.stderr)
                     continue
                 print(f"  round {rnd + 1}/{a.rounds} {n:>6} ranks, {tree} tree: {r['run_cpu_s']:.2f} s run CPU, "
@@ -277,25 +279,19 @@ def main() -> None:
                                 "baseline_events": b[0]["events"], "cpu_vs_baseline": h.r4(ratio)})
             row += [f"{bcpu / bmsgs * 1e6:.2f}", f"{ratio:.2f}"]
         if "floor" in trees:
-            f = all_runs["floor"]
-            fl = {k: h.median(r[k] for r in f[n]) for k in ("rank_us_per_event", "random_us_per_event", "create_us", "create_sys_us")}
-            f0 = h.median(r["rank_us_per_event"] for r in f[sizes[0]])
-            bound = (first + fl["rank_us_per_event"] - f0) / first
+            fl, bound, fvs = _floor_figures(all_runs["floor"], sizes[0], n, first)
+            fl.update({k: h.median(r[k] for r in all_runs["floor"][n]) for k in ("create_us", "create_sys_us")})
             out[str(n)].update({"floor_us_per_event": h.r4(fl["rank_us_per_event"]),
                                 "floor_random_us_per_event": h.r4(fl["random_us_per_event"]),
-                                "floor_vs_smallest": h.r4(fl["rank_us_per_event"] / f0), "bound_vs_smallest": h.r4(bound),
+                                "floor_vs_smallest": h.r4(fvs), "bound_vs_smallest": h.r4(bound),
                                 "greenlet_life_us": h.r4(fl["create_us"]), "greenlet_life_sys_us": h.r4(fl["create_sys_us"])})
             row += [f"{fl['rank_us_per_event']:.3f}", f"{fl['random_us_per_event']:.3f}", f"{bound:.2f}",
                     f"{fl['create_us']:.1f} ({fl['create_sys_us']:.1f} sys)"]
         if "shaped" in trees:
-            f = all_runs["shaped"]
-            sr = {k: h.median(r[k] for r in f[n]) for k in ("rank_us_per_event", "random_us_per_event")}
-            s0 = h.median(r["rank_us_per_event"] for r in f[sizes[0]])
-            sbound = (first + sr["rank_us_per_event"] - s0) / first
+            sr, sbound, svs = _floor_figures(all_runs["shaped"], sizes[0], n, first)
             out[str(n)].update({"shaped_us_per_event": h.r4(sr["rank_us_per_event"]),
                                 "shaped_random_us_per_event": h.r4(sr["random_us_per_event"]),
-                                "shaped_vs_smallest": h.r4(sr["rank_us_per_event"] / s0),
-                                "shaped_bound_vs_smallest": h.r4(sbound)})
+                                "shaped_vs_smallest": h.r4(svs), "shaped_bound_vs_smallest": h.r4(sbound)})
             row += [f"{sr['rank_us_per_event']:.3f}", f"{sr['random_us_per_event']:.3f}", f"{sbound:.2f}"]
         rows.append(row)
     size = f"{a.nbytes} B" if a.app == "allreduce" else "its default size"
@@ -314,6 +310,15 @@ def main() -> None:
             "rounds": a.rounds, "baseline": f"{sizes[0]} ranks", "baseline_tree": a.baseline_tree,
             "floor_events_per_rank": FLOOR_EVENTS_PER_RANK if a.floor else None,
             "floor_shape": {"depth": shape[0], "objects": shape[1]} if shape is not None else None, "results": out})
+
+
+def _floor_figures(runs: dict[int, list[dict]], smallest: int, n: int, first: float) -> tuple[dict, float, float]:
+    """A floor's medians at ``n`` ranks (us per event, rank and random order), its bound (this
+    simulator's smallest us/event ``first`` plus the floor's growth, over ``first``) and its
+    own growth over the smallest rank count."""
+    fl = {k: h.median(r[k] for r in runs[n]) for k in ("rank_us_per_event", "random_us_per_event")}
+    f0 = h.median(r["rank_us_per_event"] for r in runs[smallest])
+    return fl, (first + fl["rank_us_per_event"] - f0) / first, fl["rank_us_per_event"] / f0
 
 
 def _shape(text: str) -> tuple[int, int]:
