@@ -30,9 +30,10 @@ nothing in it (made, switched to once, finished): the first Python frame of a gr
 a frame-stack chunk of its own from the system, and its end returns it.
 
 ``--floor-shape DEPTH,OBJECTS`` (with ``--floor``) also runs, in the same rounds, a floor of a
-message's shape: each rank blocks ``DEPTH`` Python frames deep (a rank of the allreduce here
-goes through 6 frames per message: from its collective's loop through ``sendrecv``, the wait,
-``hibernate`` and the kernel's block, 10 deep in all) and touches ``OBJECTS`` small objects
+message's shape: each rank switches ``DEPTH`` calls below its loop (a rank of the allreduce
+here enters 7 frames below its collective's loop per message: ``sendrecv``, the receive, the
+send, the NIC's send, the wait, ``hibernate`` and the kernel's block, 4 deep at its switch
+and 10 deep in all) and touches ``OBJECTS`` small objects
 of its own per event, made one of each rank in turn so that a rank's objects lie among the
 other ranks' (as the MPI state, node, job part, dictionaries and path a message touches do).
 Columns ``shaped us/ev``, ``shaped random`` and ``shaped bound``, as the floor's.
@@ -99,11 +100,11 @@ def child(a: argparse.Namespace, ranks: int) -> None:
 FLOOR_EVENTS_PER_RANK = 40  # events per rank in the floor's loop
 
 
-def floor_child(ranks: int, per_rank: int, depth: int = 1, objects: int = 0) -> None:
+def floor_child(ranks: int, per_rank: int, depth: int = 0, objects: int = 0) -> None:
     """The floor of ``--floor`` for ``ranks`` ranks (see the module docstring); prints one JSON line.
 
-    ``depth`` and ``objects`` give it the shape of ``--floor-shape``: each rank blocks
-    ``depth`` Python frames deep and touches ``objects`` small objects of its own per event.
+    A ``depth`` >= 1 gives it the shape of ``--floor-shape``: each rank switches ``depth``
+    calls below its loop and touches ``objects`` small objects of its own per event.
     """
     import random
     from heapq import heappop, heappush
@@ -126,7 +127,7 @@ def floor_child(ranks: int, per_rank: int, depth: int = 1, objects: int = 0) -> 
         back()
 
     def body(r: Rank) -> None:
-        if depth == 1 and not objects:
+        if not depth:
             # The plain floor's loop, as it was before shapes existed: its figures stay comparable.
             while True:
                 r.sent += 1
@@ -182,6 +183,9 @@ def floor_child(ranks: int, per_rank: int, depth: int = 1, objects: int = 0) -> 
         out[f"{order}_us_per_event"] = (time.process_time() - c0) / n * 1e6
         for r in rs:
             r.g.throw()  # end every rank (GreenletExit) before the next order
+    if depth:
+        print(json.dumps(out))  # (a greenlet's life is the plain floor's figure)
+        return
     gs = [greenlet(lambda: None) for _ in range(ranks)]
     # (getrusage, not os.times: its clock ticks are 10 ms)
     t0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -207,7 +211,7 @@ def main() -> None:
                     help="also measure the greenlet-per-rank floor at each rank count (see above)")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--floor-shape", default=None, metavar="DEPTH,OBJECTS",
-                    help="with --floor, also a floor of a message's shape: each rank blocks DEPTH frames deep "
+                    help="with --floor, also a floor of a message's shape: each rank switches DEPTH calls below its loop "
                          "and touches OBJECTS small objects of its own per event (see above)")
     ap.add_argument("--floor-child", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -216,7 +220,7 @@ def main() -> None:
         return
     shape = _shape(a.floor_shape) if a.floor_shape is not None else None
     if a.floor_child:
-        floor_child(a.floor_child, FLOOR_EVENTS_PER_RANK, *(shape or (1, 0)))
+        floor_child(a.floor_child, FLOOR_EVENTS_PER_RANK, *(shape or (0, 0)))
         return
     if shape is not None and not a.floor:
         sys.exit("bench_scale: --floor-shape needs --floor")

@@ -196,7 +196,7 @@ def test_bench_scale_reports_cost_and_memory_per_rank():
     assert r16["bound_vs_smallest"] == 1.0 and r16["floor_vs_smallest"] == 1.0
     assert r64["floor_us_per_event"] > 0 and r64["floor_random_us_per_event"] > 0 and r64["greenlet_life_us"] >= 0
     assert "floor us/ev" in text and res["floor_events_per_rank"] == 40
-    # The floor of a message's shape (3 frames deep, 4 objects of its own per event), beside it.
+    # The floor of a message's shape (3 calls below its loop, 4 objects of its own per event), beside it.
     assert res["floor_shape"] == {"depth": 3, "objects": 4} and "shaped random" in text
     assert r16["shaped_bound_vs_smallest"] == 1.0 and r16["shaped_vs_smallest"] == 1.0
     assert r64["shaped_us_per_event"] > 0 and r64["shaped_random_us_per_event"] > 0
